@@ -1,0 +1,160 @@
+package sqlfence
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+)
+
+// conn fences one connection of the inner driver. Every path database/sql has to the
+// server — Exec, Query, Prepare — goes through decide, so no code path writes a
+// protected table unfenced.
+type conn struct {
+	inner driver.Conn
+	fence *fence
+}
+
+var (
+	_ driver.Conn               = (*conn)(nil)
+	_ driver.ConnBeginTx        = (*conn)(nil)
+	_ driver.ConnPrepareContext = (*conn)(nil)
+	_ driver.ExecerContext      = (*conn)(nil)
+	_ driver.QueryerContext     = (*conn)(nil)
+	_ driver.Pinger             = (*conn)(nil)
+	_ driver.SessionResetter    = (*conn)(nil)
+	_ driver.Validator          = (*conn)(nil)
+	_ driver.NamedValueChecker  = (*conn)(nil)
+)
+
+func (c *conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	d := c.fence.decide(query)
+	send := query
+	switch {
+	case c.fence.policy.Enforce == EnforceShadow:
+		if d.act == actRefuse {
+			c.fence.log.WarnContext(ctx, "sqlfence shadow: would refuse", "error", d.refusal.with(query, 0).Error())
+		}
+		d = passDecision
+	case d.act == actRefuse:
+		epoch, _ := EpochFrom(ctx)
+		return nil, d.refusal.with(query, epoch)
+	case d.act == actRewrite:
+		send = d.sql
+	}
+	var (
+		s   driver.Stmt
+		err error
+	)
+	if p, ok := c.inner.(driver.ConnPrepareContext); ok {
+		s, err = p.PrepareContext(ctx, send)
+	} else {
+		s, err = c.inner.Prepare(send)
+	}
+	if err != nil || d.act == actPass {
+		return s, err
+	}
+	return &stmt{inner: s, conn: c, d: d, query: query}, nil
+}
+
+var passDecision = &decision{act: actPass}
+
+func (c *conn) Close() error { return c.inner.Close() }
+
+// Begin is required by driver.Conn; database/sql uses BeginTx.
+func (c *conn) Begin() (driver.Tx, error) {
+	return c.inner.Begin() //nolint:staticcheck // forwarding the deprecated method is the point
+}
+
+// BeginTx returns the inner transaction as is: its statements go through this conn,
+// and each one is fenced with the epoch of its own context.
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if b, ok := c.inner.(driver.ConnBeginTx); ok {
+		return b.BeginTx(ctx, opts)
+	}
+	if opts.Isolation != driver.IsolationLevel(0) || opts.ReadOnly {
+		return nil, errors.New("sqlfence: the inner driver does not support transaction options")
+	}
+	return c.inner.Begin() //nolint:staticcheck
+}
+
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	execer, ok := c.inner.(driver.ExecerContext)
+	if !ok {
+		// database/sql then prepares the statement, and PrepareContext fences it.
+		return nil, driver.ErrSkip
+	}
+	d := c.fence.decide(query)
+	if d.act == actPass {
+		return execer.ExecContext(ctx, query, args)
+	}
+	call, err := c.fence.bind(ctx, d, query, args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := execer.ExecContext(ctx, call.send, call.args)
+	if err != nil || !call.fence {
+		return res, err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		if q, ok := c.inner.(driver.QueryerContext); ok {
+			if err := c.fence.explain(ctx, q, call); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	queryer, ok := c.inner.(driver.QueryerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	d := c.fence.decide(query)
+	if d.act == actPass {
+		return queryer.QueryContext(ctx, query, args)
+	}
+	call, err := c.fence.bind(ctx, d, query, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := queryer.QueryContext(ctx, call.send, call.args)
+	if err != nil || !call.fence || d.classify == nil || !d.classify.returning {
+		return rows, err
+	}
+	return &fencedRows{inner: rows, explain: func() error { return c.fence.explain(ctx, queryer, call) }}, nil
+}
+
+func (c *conn) Ping(ctx context.Context) error {
+	if p, ok := c.inner.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+func (c *conn) ResetSession(ctx context.Context) error {
+	if r, ok := c.inner.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *conn) IsValid() bool {
+	if v, ok := c.inner.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// CheckNamedValue lets pgx accept its own argument types ([]string, pgtype values,
+// QueryExecMode) exactly as it would without sqlfence.
+func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if n, ok := c.inner.(driver.NamedValueChecker); ok {
+		return n.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}

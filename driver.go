@@ -1,0 +1,207 @@
+// Package sqlfence is a database/sql driver for PostgreSQL that enforces fencing
+// tokens on the tables a policy declares protected.
+//
+// A job worker that claims a job receives an epoch: a number the claim's arbiter
+// increments on every claim. The worker puts it on the context with WithEpoch, and
+// every write it sends through sqlfence to a protected table carries it: sqlfence
+// parses the statement, stamps the epoch into the row's epoch column and adds a
+// predicate that matches only rows whose stored epoch is lower. A worker that was
+// paused past its lease and replaced wakes with an old epoch; its writes match no row
+// its successor wrote, and sqlfence reports ErrFenced instead of a silent lost update.
+//
+// The application changes two things: the driver name in sql.Open, and the context
+// of its job handlers:
+//
+//	db, err := sql.Open("sqlfence", "postgres://app@db/app?sqlfence_policy=sqlfence.yaml")
+//	ctx = sqlfence.WithEpoch(ctx, claim.Epoch)
+//	_, err = db.ExecContext(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE sku = $1`, sku, n)
+//
+// PostgreSQL receives the application's own text with the fence inserted, the epoch
+// as one more parameter:
+//
+//	UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint
+//
+// Statements that do not write a protected table are sent byte for byte. A write to a
+// protected table without an epoch fails with ErrUnfenced, so a forgotten code path
+// fails in CI rather than in production; a write sqlfence cannot fence (TRUNCATE, COPY
+// FROM, a shape it does not understand) fails with ErrRefused and is never sent.
+package sqlfence
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// DriverName is the name sqlfence registers with database/sql.
+const DriverName = "sqlfence"
+
+// PolicyParam is the DSN parameter that names the policy file; PolicyEnv the
+// environment variable consulted when the DSN has none.
+const (
+	PolicyParam = "sqlfence_policy"
+	PolicyEnv   = "SQLFENCE_POLICY"
+)
+
+func init() {
+	sql.Register(DriverName, Driver{})
+}
+
+// Driver wraps pgx's database/sql driver. It implements driver.DriverContext so that
+// sql.Open reads and checks the policy at once: a missing or broken policy is an error
+// from sql.Open, not from the first write.
+type Driver struct{}
+
+var (
+	_ driver.Driver        = Driver{}
+	_ driver.DriverContext = Driver{}
+)
+
+func (d Driver) Open(dsn string) (driver.Conn, error) {
+	c, err := d.OpenConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return c.Connect(context.Background())
+}
+
+func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
+	path, innerDSN, err := splitPolicyParam(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		path = os.Getenv(PolicyEnv)
+	}
+	if path == "" {
+		return nil, errors.New("sqlfence: no policy: add " + PolicyParam + "=PATH to the DSN or set " + PolicyEnv +
+			"=PATH; sqlfence never runs without one (see the README for the policy format)")
+	}
+	p, err := LoadPolicy(path)
+	if err != nil {
+		return nil, err
+	}
+	inner, err := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(innerDSN)
+	if err != nil {
+		return nil, err
+	}
+	return NewConnector(inner, p), nil
+}
+
+// splitPolicyParam removes the policy parameter from a DSN, in URL or keyword/value
+// form, so pgx never sees a parameter it would send to the server as a setting.
+func splitPolicyParam(dsn string) (path, rest string, err error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", "", fmt.Errorf("sqlfence: bad DSN: %w", err)
+		}
+		q := u.Query()
+		path = q.Get(PolicyParam)
+		if !q.Has(PolicyParam) {
+			return "", dsn, nil
+		}
+		q.Del(PolicyParam)
+		u.RawQuery = q.Encode()
+		return path, u.String(), nil
+	}
+	// keyword=value pairs separated by spaces; values may be single-quoted with \' and \\.
+	var kept []string
+	for i := 0; i < len(dsn); {
+		for i < len(dsn) && dsn[i] == ' ' {
+			i++
+		}
+		start := i
+		eq := strings.IndexByte(dsn[i:], '=')
+		if eq < 0 {
+			if strings.TrimSpace(dsn[i:]) != "" {
+				kept = append(kept, dsn[i:])
+			}
+			break
+		}
+		key := strings.TrimSpace(dsn[i : i+eq])
+		i += eq + 1
+		for i < len(dsn) && dsn[i] == ' ' {
+			i++
+		}
+		var val strings.Builder
+		if i < len(dsn) && dsn[i] == '\'' {
+			i++
+			for i < len(dsn) && dsn[i] != '\'' {
+				if dsn[i] == '\\' && i+1 < len(dsn) {
+					i++
+				}
+				val.WriteByte(dsn[i])
+				i++
+			}
+			if i >= len(dsn) {
+				return "", "", errors.New("sqlfence: bad DSN: unterminated quoted value for " + key)
+			}
+			i++
+		} else {
+			for i < len(dsn) && dsn[i] != ' ' {
+				val.WriteByte(dsn[i])
+				i++
+			}
+		}
+		if key == PolicyParam {
+			path = val.String()
+			continue
+		}
+		kept = append(kept, dsn[start:i])
+	}
+	return path, strings.Join(kept, " "), nil
+}
+
+// NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
+// test fake) so that every connection it makes is fenced by p.
+func NewConnector(inner driver.Connector, p *Policy) driver.Connector {
+	c := &connector{inner: inner}
+	if p == nil {
+		c.err = errors.New("sqlfence: NewConnector: nil policy; load one with LoadPolicy")
+		return c
+	}
+	c.fence = newFence(p)
+	return c
+}
+
+type connector struct {
+	inner driver.Connector
+	fence *fence
+	err   error
+}
+
+var (
+	_ driver.Connector = (*connector)(nil)
+	_ io.Closer        = (*connector)(nil)
+)
+
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	ic, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{inner: ic, fence: c.fence}, nil
+}
+
+func (c *connector) Driver() driver.Driver { return Driver{} }
+
+// Close forwards to the inner connector: database/sql calls it from DB.Close, and
+// pgx's connector releases its resources there.
+func (c *connector) Close() error {
+	if cl, ok := c.inner.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package sqlfence
+
+import "context"
+
+type epochKey struct{}
+
+type unfencedKey struct{}
+
+// WithEpoch returns a context whose protected writes carry epoch. The epoch is the
+// claim's fencing token: it must come from the arbiter that serialises claims (a
+// claim's conditional UPDATE … RETURNING lease_epoch, or a sequence), never from a
+// clock. Epochs must be > 0; a non-positive epoch is not recorded, so writes under the
+// returned context fail with ErrUnfenced rather than write with a meaningless token.
+func WithEpoch(ctx context.Context, epoch int64) context.Context {
+	if epoch <= 0 {
+		return context.WithValue(ctx, epochKey{}, invalidEpoch(epoch))
+	}
+	return context.WithValue(ctx, epochKey{}, epoch)
+}
+
+// invalidEpoch records that WithEpoch was called with a bad value, so the resulting
+// error can say so instead of reporting a missing epoch.
+type invalidEpoch int64
+
+// EpochFrom reports the epoch WithEpoch put on ctx.
+func EpochFrom(ctx context.Context) (int64, bool) {
+	e, ok := ctx.Value(epochKey{}).(int64)
+	return e, ok
+}
+
+// Unfenced marks ctx as deliberately writing protected tables without an epoch: an
+// operator's repair, a migration run through the application. It is honoured only
+// when the policy says `unfenced: allow`; the reason is required so the bypass is
+// visible in logs and errors.
+func Unfenced(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, unfencedKey{}, reason)
+}
+
+// unfencedReason reports the reason given to Unfenced, if any.
+func unfencedReason(ctx context.Context) (string, bool) {
+	r, ok := ctx.Value(unfencedKey{}).(string)
+	return r, ok
+}

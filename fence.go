@@ -1,0 +1,190 @@
+package sqlfence
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// fence holds what every connection of one connector shares: the policy and the cache
+// of decisions made under it.
+type fence struct {
+	policy  *Policy
+	needles []string
+	cache   *cache
+	log     *slog.Logger
+}
+
+func newFence(p *Policy) *fence {
+	return &fence{policy: p, needles: needlesOf(p), cache: newCache(defaultCacheEntries, defaultCacheBytes), log: slog.Default()}
+}
+
+// decide returns the decision for query, from the cache when it has been seen.
+func (f *fence) decide(query string) *decision {
+	if d, ok := f.cache.get(query); ok {
+		return d
+	}
+	d := decide(f.policy, f.needles, query)
+	f.cache.put(query, d)
+	return d
+}
+
+// call is one execution of a decided statement: the text and arguments to send.
+type call struct {
+	d     *decision
+	query string // the application's text
+	send  string // the text to send
+	args  []driver.NamedValue
+	user  []driver.NamedValue // the application's arguments without pgx's option values
+	epoch int64
+	fence bool // the sent statement carries the fence
+}
+
+// bind decides what one execution sends. Refusals and unfenced writes become errors
+// here, before anything reaches the server; in shadow mode they are logged and the
+// application's text is sent unchanged.
+func (f *fence) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (*call, error) {
+	c := &call{d: d, query: query, send: query, args: args}
+	if d.act == actPass {
+		return c, nil
+	}
+	epoch, hasEpoch := EpochFrom(ctx)
+	c.epoch = epoch
+	var err error
+	switch {
+	case d.act == actRefuse:
+		err = d.refusal.with(query, epoch)
+	case !hasEpoch:
+		if reason, ok := unfencedReason(ctx); ok && f.policy.AllowUnfenced {
+			f.log.WarnContext(ctx, "sqlfence: unfenced write", "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
+			return c, nil
+		}
+		err = f.unfenced(ctx, d, query)
+	default:
+		err = checkArgs(d, query, epoch, args, c)
+	}
+	if err != nil {
+		if f.policy.Enforce == EnforceShadow {
+			f.log.WarnContext(ctx, "sqlfence shadow: would fail", "error", err.Error())
+			c.send, c.args = query, args
+			return c, nil
+		}
+		return nil, err
+	}
+	if f.policy.Enforce == EnforceShadow {
+		return &call{d: d, query: query, send: query, args: args}, nil
+	}
+	c.send = d.sql
+	c.fence = true
+	c.args = append(args[:len(args):len(args)], driver.NamedValue{Ordinal: len(args) + 1, Value: epoch})
+	return c, nil
+}
+
+func (f *fence) unfenced(ctx context.Context, d *decision, query string) error {
+	e := &Error{Kind: ErrUnfenced, Table: d.table(), Statement: query,
+		Reason: "a write to a protected table without an epoch on the context",
+		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
+	if v, ok := ctx.Value(epochKey{}).(invalidEpoch); ok {
+		e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
+		e.Fix = "pass the epoch the claim returned; epochs start at 1"
+	} else if _, ok := unfencedReason(ctx); ok {
+		e.Reason = "sqlfence.Unfenced was used but the policy does not allow unfenced writes"
+		e.Fix = "set `unfenced: allow` in the policy, or run the write under sqlfence.WithEpoch"
+	}
+	return e
+}
+
+// checkArgs refuses arguments whose meaning depends on rewriting the query text
+// (named arguments, pgx query rewriters) and checks that the epoch lands on the
+// parameter number the fence uses.
+func checkArgs(d *decision, query string, epoch int64, args []driver.NamedValue, c *call) error {
+	c.user = args
+	options := 0
+	for _, a := range args {
+		if a.Name != "" {
+			return d.refuseArgs(query, epoch, "named argument "+a.Name, "use positional $n parameters")
+		}
+		switch a.Value.(type) {
+		case pgx.QueryRewriter:
+			return d.refuseArgs(query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
+		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
+			options++
+		}
+	}
+	if options > 0 {
+		c.user = make([]driver.NamedValue, 0, len(args)-options)
+		for _, a := range args {
+			switch a.Value.(type) {
+			case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
+			default:
+				c.user = append(c.user, a)
+			}
+		}
+	}
+	if len(c.user) != d.epochParam-1 {
+		return d.refuseArgs(query, epoch, fmt.Sprintf("%d arguments for a statement whose highest parameter is $%d", len(c.user), d.epochParam-1),
+			fmt.Sprintf("pass exactly one argument per parameter $1…$%d: the epoch becomes $%d", d.epochParam-1, d.epochParam))
+	}
+	return nil
+}
+
+func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error {
+	return &Error{Kind: ErrRefused, Table: d.table(), Epoch: epoch, Statement: query,
+		Reason: "a protected write with " + what, Fix: fix}
+}
+
+// explain classifies a fenced write that affected no rows. It runs only on that path,
+// so the normal path costs no extra round trip.
+func (f *fence) explain(ctx context.Context, q driver.QueryerContext, c *call) error {
+	cl := c.d.classify
+	if cl == nil || !c.fence {
+		return nil
+	}
+	t := cl.table
+	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
+		Reason: "a newer claim has written the rows this statement matches",
+		Fix:    "this execution is superseded: stop the handler and do not retry with this epoch"}
+	if cl.conflictOnly {
+		fenced.Reason = "every row conflicted with a row written by a newer claim"
+		return fenced
+	}
+	args := make([]driver.NamedValue, len(cl.args))
+	for i, a := range cl.args {
+		if a >= len(c.user) {
+			return nil
+		}
+		args[i] = driver.NamedValue{Ordinal: i + 1, Value: c.user[a].Value}
+	}
+	rows, err := q.QueryContext(ctx, cl.query, args)
+	if err != nil {
+		return fmt.Errorf("sqlfence: explaining a write that affected no rows: %w", err)
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return fmt.Errorf("sqlfence: explaining a write that affected no rows: %w", err)
+	}
+	stored, ok := dest[0].(int64)
+	if !ok {
+		return nil // no row matches: an ordinary 0-row result
+	}
+	switch {
+	case stored > c.epoch:
+		fenced.StoredEpoch, fenced.HasStored = stored, true
+		return fenced
+	case stored == c.epoch && t.Mode == ModeStrict:
+		return &Error{Kind: ErrAlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
+			StoredEpoch: stored, HasStored: true,
+			Reason: "already written by this epoch: this execution wrote the row before, and strict mode allows one write per row per epoch",
+			Fix:    "use mode: repeatable for this table if this handler writes a row more than once"}
+	}
+	return nil
+}

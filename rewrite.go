@@ -1,0 +1,1235 @@
+package sqlfence
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// maxStatementBytes bounds what reaches the C parser. pg_query recurses on nesting and
+// a pathological statement can exhaust the stack and kill the process; nothing a job
+// handler sends to a protected table needs to be this large.
+const (
+	maxStatementBytes = 1 << 20
+	maxNesting        = 200
+	maxOperatorChain  = 1000
+)
+
+type action uint8
+
+const (
+	actPass    action = iota + 1 // send the application's text unchanged
+	actRewrite                   // send text with the fence inserted, plus the epoch argument
+	actRefuse                    // send nothing
+)
+
+// decision is what sqlfence does with one SQL text under one policy. It depends on
+// nothing else, which is what makes it cacheable.
+type decision struct {
+	act        action
+	sql        string // the text to send for actRewrite
+	epochParam int    // the epoch is parameter $epochParam
+	refusal    *Error // for actRefuse
+	tables     []*Table
+	classify   *classifier // how to explain a 0-row result of the top-level write, or nil
+}
+
+// table returns the name used in messages about this statement.
+func (d *decision) table() string {
+	if len(d.tables) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(d.tables))
+	for _, t := range d.tables {
+		if n := t.QualifiedName.String(); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// classifier explains a write that affected no rows: it selects the highest epoch
+// stored on the rows the statement's own predicate matches, without the fence.
+type classifier struct {
+	table *Table
+	// query selects max(epoch column) over the rows the write would have touched;
+	// args[i] is the index into the statement's arguments of the query's $i+1.
+	query string
+	args  []int
+	// conflictOnly: an INSERT … ON CONFLICT DO UPDATE of literal rows with no WHERE of
+	// its own. Zero rows can then only mean every row conflicted and was fenced; the
+	// stored epoch is not known.
+	conflictOnly bool
+	// returning: the write has a RETURNING list, so through QueryContext an empty
+	// result is the 0-row case; without one, Query never tells how many rows changed.
+	returning bool
+}
+
+// refuse builds the error for a statement sqlfence will not send.
+func refuse(t *Table, reason, fix string) *Error {
+	e := &Error{Kind: ErrRefused, Reason: reason, Fix: fix}
+	if t != nil {
+		e.Table = t.QualifiedName.String()
+	}
+	return e
+}
+
+// token is a lexical token of the statement, comments removed.
+type token struct {
+	start, end int
+	tok        pg.Token
+}
+
+type edit struct {
+	pos  int
+	del  int
+	text string
+}
+
+type rewriter struct {
+	sql    string
+	policy *Policy
+	toks   []token
+	depth  []int // nesting depth before each token: (), [] and CASE … END
+	pair   []int // index of the matching closer for an opener, else -1
+	param  int32
+	edits  []edit
+	done   map[proto.Message]bool // protected writes the rewrite fenced
+	tables []*Table
+	top    *classifier
+}
+
+// decide parses sql and decides what to send. It never panics on input: any shape it
+// does not understand ends in a refusal when it concerns a protected table.
+func decide(policy *Policy, needles []string, sql string) (d *decision) {
+	if !mayTouchProtected(needles, sql) {
+		return &decision{act: actPass}
+	}
+	if len(sql) > maxStatementBytes {
+		return &decision{act: actRefuse, refusal: refuse(nil,
+			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
+			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}
+	}
+	scan, err := pg.Scan(sql)
+	if err != nil {
+		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
+			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
+	}
+	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}}
+	if e := r.tokenize(scan); e != nil {
+		return &decision{act: actRefuse, refusal: e}
+	}
+	tree, err := pg.Parse(sql)
+	if err != nil {
+		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
+			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
+	}
+	writes, e := findWrites(policy, tree)
+	if e != nil {
+		return &decision{act: actRefuse, refusal: e}
+	}
+	if len(writes) == 0 {
+		return &decision{act: actPass}
+	}
+	if len(tree.Stmts) != 1 {
+		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
+			fmt.Sprintf("a string of %d statements writes a protected table", len(tree.Stmts)),
+			"send each statement on its own so each can be fenced")}
+	}
+	r.param = maxParam(tree) + 1
+	raw := tree.Stmts[0]
+	lo, hi := r.span(int(raw.StmtLocation), int(raw.StmtLen))
+	if e := r.stmt(raw.Stmt, lo, hi, true); e != nil {
+		return &decision{act: actRefuse, refusal: e}
+	}
+	for _, w := range writes {
+		if !r.done[w.node] {
+			return &decision{act: actRefuse, refusal: refuse(w.table,
+				"the statement writes the table in a place sqlfence cannot fence",
+				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}
+		}
+	}
+	out := r.apply()
+	if e := verify(tree, out); e != nil {
+		e.Table = writes[0].table.QualifiedName.String()
+		return &decision{act: actRefuse, refusal: e}
+	}
+	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top}
+}
+
+// mayTouchProtected is the pre-check that lets most statements skip the parser. It
+// must never say no to a statement PostgreSQL would resolve to a protected table or a
+// listed function: unquoted identifiers fold ASCII letters to lower case, so an ASCII
+// case-insensitive search for every protected name is sound for plain and quoted
+// identifiers; U&"…" identifiers can spell a name with escapes, so any U& forces a parse.
+func mayTouchProtected(needles []string, sql string) bool {
+	for _, n := range needles {
+		if containsFold(sql, n) {
+			return true
+		}
+	}
+	return containsFold(sql, `u&"`)
+}
+
+// needlesOf lists what mayTouchProtected searches for: every protected table's and
+// listed function's name, ASCII lower case, and its quoted spelling when it has a quote.
+func needlesOf(p *Policy) []string {
+	var out []string
+	add := func(name string) {
+		for _, n := range []string{asciiLower(name), asciiLower(strings.ReplaceAll(name, `"`, `""`))} {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, t := range p.Tables {
+		add(t.Name)
+	}
+	for _, f := range p.Functions {
+		add(f.Name)
+	}
+	return out
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// containsFold reports whether s contains lower (already ASCII lower case), comparing
+// ASCII letters case-insensitively.
+func containsFold(s, lower string) bool {
+	n := len(lower)
+	if n == 0 {
+		return true
+	}
+	first := lower[0]
+	for i := 0; i+n <= len(s); i++ {
+		c := s[i]
+		if c|0x20 != first && c != first {
+			continue
+		}
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
+	r.toks = make([]token, 0, len(scan.Tokens))
+	for _, t := range scan.Tokens {
+		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
+			continue
+		}
+		r.toks = append(r.toks, token{int(t.Start), int(t.End), t.Token})
+	}
+	r.depth = make([]int, len(r.toks))
+	r.pair = make([]int, len(r.toks))
+	var stack []int
+	chain := 0
+	for i, t := range r.toks {
+		r.depth[i] = len(stack)
+		r.pair[i] = -1
+		switch t.tok {
+		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
+			stack = append(stack, i)
+			if len(stack) > maxNesting {
+				return refuse(nil, fmt.Sprintf("statement nests deeper than %d levels", maxNesting),
+					"simplify the statement; deeply nested SQL can crash the parser")
+			}
+		case pg.Token_ASCII_41, pg.Token_ASCII_93, pg.Token_END_P:
+			if len(stack) > 0 {
+				r.pair[stack[len(stack)-1]] = i
+				stack = stack[:len(stack)-1]
+				r.depth[i] = len(stack)
+			}
+		case pg.Token_Op, pg.Token_ASCII_43, pg.Token_ASCII_45, pg.Token_ASCII_42, pg.Token_ASCII_47,
+			pg.Token_ASCII_37, pg.Token_ASCII_94, pg.Token_ASCII_60, pg.Token_ASCII_62, pg.Token_ASCII_61,
+			pg.Token_AND, pg.Token_OR, pg.Token_NOT, pg.Token_LESS_EQUALS, pg.Token_GREATER_EQUALS,
+			pg.Token_NOT_EQUALS, pg.Token_TYPECAST:
+			// A long chain of binary operators parses into an equally deep tree, and
+			// the parser's recursion over it is what crashes the process.
+			chain++
+			if chain > maxOperatorChain {
+				return refuse(nil, fmt.Sprintf("statement has an expression of more than %d operators", maxOperatorChain),
+					"pass the values as an array parameter instead of one long expression")
+			}
+		case pg.Token_ASCII_44, pg.Token_ASCII_59:
+			chain = 0
+		}
+	}
+	return nil
+}
+
+// span returns the token range of a statement at byte offset loc, length n (0: to the
+// end), without a trailing semicolon.
+func (r *rewriter) span(loc, n int) (lo, hi int) {
+	end := len(r.sql)
+	if n > 0 {
+		end = loc + n
+	}
+	lo, _ = slices.BinarySearchFunc(r.toks, loc, func(t token, p int) int { return t.start - p })
+	hi = lo
+	for hi < len(r.toks) && r.toks[hi].start < end {
+		hi++
+	}
+	for hi > lo && r.toks[hi-1].tok == pg.Token_ASCII_59 {
+		hi--
+	}
+	return lo, hi
+}
+
+// find returns the first token in [from, hi) at depth base that satisfies match, or -1.
+func (r *rewriter) find(from, hi, base int, match ...pg.Token) int {
+	for i := max(from, 0); i < hi; i++ {
+		if r.depth[i] == base && slices.Contains(match, r.toks[i].tok) {
+			return i
+		}
+	}
+	return -1
+}
+
+// clauseEnd returns the first token at depth base in [from, hi) that begins one of the
+// given clauses, or hi. FROM after DISTINCT (IS DISTINCT FROM) and GROUP after WITHIN
+// (WITHIN GROUP) belong to expressions, not clauses.
+func (r *rewriter) clauseEnd(from, hi, base int, clauses ...pg.Token) int {
+	for i := max(from, 0); i < hi; i++ {
+		if r.depth[i] != base || !slices.Contains(clauses, r.toks[i].tok) {
+			continue
+		}
+		if i > 0 {
+			prev := r.toks[i-1].tok
+			if r.toks[i].tok == pg.Token_FROM && prev == pg.Token_DISTINCT ||
+				r.toks[i].tok == pg.Token_GROUP_P && prev == pg.Token_WITHIN {
+				continue
+			}
+		}
+		return i
+	}
+	return hi
+}
+
+func (r *rewriter) insert(pos int, text string) { r.edits = append(r.edits, edit{pos: pos, text: text}) }
+
+func (r *rewriter) apply() string {
+	slices.SortStableFunc(r.edits, func(a, b edit) int { return a.pos - b.pos })
+	var b strings.Builder
+	b.Grow(len(r.sql) + 64*len(r.edits))
+	at := 0
+	for _, e := range r.edits {
+		b.WriteString(r.sql[at:e.pos])
+		b.WriteString(e.text)
+		at = e.pos + e.del
+	}
+	b.WriteString(r.sql[at:])
+	return b.String()
+}
+
+func (r *rewriter) epochText() string { return "$" + strconv.Itoa(int(r.param)) + "::bigint" }
+
+func (r *rewriter) fenceText(t *Table, qual string) string {
+	return quoteIdent(qual) + "." + quoteIdent(t.EpochColumn) + " " + t.Mode.Operator() + " " + r.epochText()
+}
+
+func (r *rewriter) text(from, to int) string { return r.sql[r.toks[from].start:r.toks[to-1].end] }
+
+func unexpected(t *Table, what string) *Error {
+	return refuse(t, "sqlfence does not understand the shape of this statement ("+what+")",
+		"rewrite the statement in a plainer form, or report it to the sqlfence maintainers")
+}
+
+// stmt fences the protected writes of a statement occupying tokens [lo, hi). top says
+// the statement's row count is the one the application sees.
+func (r *rewriter) stmt(n *pg.Node, lo, hi int, top bool) *Error {
+	if n == nil || lo >= hi {
+		return nil
+	}
+	switch s := n.Node.(type) {
+	case *pg.Node_UpdateStmt:
+		return r.update(s.UpdateStmt, lo, hi, top)
+	case *pg.Node_DeleteStmt:
+		return r.delete(s.DeleteStmt, lo, hi, top)
+	case *pg.Node_InsertStmt:
+		return r.insertStmt(s.InsertStmt, lo, hi, top)
+	case *pg.Node_MergeStmt:
+		return r.merge(s.MergeStmt, lo, hi, top)
+	case *pg.Node_SelectStmt:
+		_, err := r.with(s.SelectStmt.WithClause, lo, hi)
+		return err
+	case *pg.Node_ExplainStmt:
+		if !explainAnalyze(s.ExplainStmt) {
+			return nil
+		}
+		i := lo + 1
+		if i < hi && r.toks[i].tok == pg.Token_ASCII_40 && r.pair[i] > 0 {
+			i = r.pair[i] + 1
+		}
+		for i < hi && slices.Contains([]pg.Token{pg.Token_ANALYZE, pg.Token_ANALYSE, pg.Token_VERBOSE}, r.toks[i].tok) {
+			i++
+		}
+		return r.stmt(s.ExplainStmt.Query, i, hi, false)
+	}
+	return nil
+}
+
+// with fences the data-modifying CTEs of a WITH clause at the start of [lo, hi) and
+// returns the first token after the clause.
+func (r *rewriter) with(w *pg.WithClause, lo, hi int) (int, *Error) {
+	if w == nil {
+		return lo, nil
+	}
+	after := lo
+	for _, c := range w.Ctes {
+		cte := c.GetCommonTableExpr()
+		if cte == nil {
+			return lo, unexpected(nil, "WITH entry")
+		}
+		i, _ := slices.BinarySearchFunc(r.toks, int(cte.Location), func(t token, p int) int { return t.start - p })
+		if i >= hi || r.toks[i].start != int(cte.Location) {
+			return lo, unexpected(nil, "WITH entry position")
+		}
+		as := r.find(i, hi, r.depth[i], pg.Token_AS)
+		open := r.find(as, hi, r.depth[i], pg.Token_ASCII_40)
+		if as < 0 || open < 0 || r.pair[open] < 0 {
+			return lo, unexpected(nil, "WITH entry body")
+		}
+		if err := r.stmt(cte.Ctequery, open+1, r.pair[open], false); err != nil {
+			return lo, err
+		}
+		after = r.pair[open] + 1
+	}
+	return after, nil
+}
+
+func explainAnalyze(e *pg.ExplainStmt) bool {
+	for _, o := range e.Options {
+		d := o.GetDefElem()
+		if d == nil || d.Defname != "analyze" {
+			continue
+		}
+		if d.Arg == nil {
+			return true
+		}
+		switch v := d.Arg.Node.(type) {
+		case *pg.Node_String_:
+			return !slices.Contains([]string{"false", "off", "0", "no"}, strings.ToLower(v.String_.Sval))
+		case *pg.Node_Integer:
+			return v.Integer.Ival != 0
+		case *pg.Node_Boolean:
+			return v.Boolean.Boolval
+		}
+		return true // an argument we cannot read: fence as if it runs
+	}
+	return false
+}
+
+// target resolves a written relation against the policy.
+func (r *rewriter) target(rv *pg.RangeVar) (*Table, *Error) {
+	if rv == nil {
+		return nil, nil
+	}
+	t, ambiguous := r.policy.Match(rv.Schemaname, rv.Relname)
+	if ambiguous {
+		return t, refuse(t, "the unqualified name "+quoteIdent(rv.Relname)+" matches several policy entries with different epoch columns or modes",
+			"qualify the table with its schema")
+	}
+	return t, nil
+}
+
+func qualifier(rv *pg.RangeVar) string {
+	if rv.Alias != nil && rv.Alias.Aliasname != "" {
+		return rv.Alias.Aliasname
+	}
+	return rv.Relname
+}
+
+// assignsEpoch refuses a statement that sets the epoch column itself: the fence owns it.
+func assignsEpoch(t *Table, targets []*pg.Node) *Error {
+	for _, n := range targets {
+		if rt := n.GetResTarget(); rt != nil && rt.Name == t.EpochColumn {
+			return refuse(t, "the statement assigns the epoch column "+quoteIdent(t.EpochColumn)+" itself",
+				"remove the assignment; sqlfence sets it from the context's epoch (sqlfence.WithEpoch)")
+		}
+	}
+	return nil
+}
+
+func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
+	after, err := r.with(u.WithClause, lo, hi)
+	if err != nil {
+		return err
+	}
+	t, err := r.target(u.Relation)
+	if t == nil || err != nil {
+		return err
+	}
+	if err := assignsEpoch(t, u.TargetList); err != nil {
+		return err
+	}
+	if _, ok := u.WhereClause.GetNode().(*pg.Node_CurrentOfExpr); ok {
+		return refuse(t, "UPDATE … WHERE CURRENT OF cannot carry the fence predicate",
+			"update by key (WHERE id = $1) instead of through a cursor")
+	}
+	base := r.depth[lo]
+	kw := r.find(after, hi, base, pg.Token_UPDATE)
+	set := r.find(kw+1, hi, base, pg.Token_SET)
+	if kw < 0 || set < 0 {
+		return unexpected(t, "UPDATE without SET")
+	}
+	setEnd := r.clauseEnd(set+1, hi, base, pg.Token_FROM, pg.Token_WHERE, pg.Token_RETURNING)
+	qual := qualifier(u.Relation)
+	r.insert(r.toks[setEnd-1].end, ", "+quoteIdent(t.EpochColumn)+" = "+r.epochText())
+	u.TargetList = append(u.TargetList, setTarget(t, r.param))
+	whereEnd, err := r.fenceWhere(t, qual, &u.WhereClause, setEnd, hi, base)
+	if err != nil {
+		return err
+	}
+	if top {
+		from := ""
+		if setEnd < hi && r.toks[setEnd].tok == pg.Token_FROM {
+			from = r.text(setEnd+1, r.clauseEnd(setEnd+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING))
+		}
+		r.top = r.classifier(t, qual, u.WithClause, lo, after, r.text(kw+1, set), from, u.WhereClause != nil, whereEnd)
+		r.top.setReturning(u.ReturningList)
+	}
+	r.done[u] = true
+	r.tables = append(r.tables, t)
+	return nil
+}
+
+func (r *rewriter) delete(d *pg.DeleteStmt, lo, hi int, top bool) *Error {
+	after, err := r.with(d.WithClause, lo, hi)
+	if err != nil {
+		return err
+	}
+	t, err := r.target(d.Relation)
+	if t == nil || err != nil {
+		return err
+	}
+	if _, ok := d.WhereClause.GetNode().(*pg.Node_CurrentOfExpr); ok {
+		return refuse(t, "DELETE … WHERE CURRENT OF cannot carry the fence predicate",
+			"delete by key (WHERE id = $1) instead of through a cursor")
+	}
+	base := r.depth[lo]
+	kw := r.find(after, hi, base, pg.Token_DELETE_P)
+	from := r.find(kw+1, hi, base, pg.Token_FROM)
+	if kw < 0 || from < 0 {
+		return unexpected(t, "DELETE without FROM")
+	}
+	targetEnd := r.clauseEnd(from+1, hi, base, pg.Token_USING, pg.Token_WHERE, pg.Token_RETURNING)
+	qual := qualifier(d.Relation)
+	whereEnd, err := r.fenceWhere(t, qual, &d.WhereClause, targetEnd, hi, base)
+	if err != nil {
+		return err
+	}
+	if top {
+		using := ""
+		if targetEnd < hi && r.toks[targetEnd].tok == pg.Token_USING {
+			using = r.text(targetEnd+1, r.clauseEnd(targetEnd+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING))
+		}
+		r.top = r.classifier(t, qual, d.WithClause, lo, after, r.text(from+1, targetEnd), using, d.WhereClause != nil, whereEnd)
+		r.top.setReturning(d.ReturningList)
+	}
+	r.done[d] = true
+	r.tables = append(r.tables, t)
+	return nil
+}
+
+// fenceWhere adds the fence to the WHERE clause that follows token from (or creates
+// one before RETURNING), wrapping the original condition in parentheses so that an OR
+// in it cannot escape the fence. It returns the token after the condition.
+func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, base int) (int, *Error) {
+	fence := r.fenceText(t, qual)
+	if *where == nil {
+		ret := r.clauseEnd(from, hi, base, pg.Token_RETURNING)
+		r.insert(r.toks[ret-1].end, " WHERE "+fence)
+		*where = fenceNode(t, qual, r.param)
+		return ret, nil
+	}
+	w := r.find(from, hi, base, pg.Token_WHERE)
+	if w < 0 || w+1 >= hi {
+		return 0, unexpected(t, "WHERE clause")
+	}
+	end := r.clauseEnd(w+1, hi, base, pg.Token_RETURNING)
+	r.insert(r.toks[w+1].start, "(")
+	r.insert(r.toks[end-1].end, ") AND "+fence)
+	*where = andNode(*where, fenceNode(t, qual, r.param))
+	return end, nil
+}
+
+// classifier builds the query that explains a 0-row result from the statement's own
+// pieces: its target, its FROM/USING list and its WHERE, with parameters renumbered
+// so that only those the query uses are sent. A WITH clause is kept only when it is
+// read-only; re-running a data-modifying CTE to explain a result would write twice.
+func (r *rewriter) classifier(t *Table, qual string, w *pg.WithClause, lo, after int, target, from string, hasWhere bool, whereEnd int) *classifier {
+	var b strings.Builder
+	if w != nil {
+		for _, c := range w.Ctes {
+			q := c.GetCommonTableExpr().GetCtequery()
+			if q.GetSelectStmt() == nil || hasWrite(q) {
+				return nil
+			}
+		}
+		b.WriteString(r.text(lo, after))
+		b.WriteByte(' ')
+	}
+	fmt.Fprintf(&b, "SELECT max(%s.%s)::bigint FROM %s", quoteIdent(qual), quoteIdent(t.EpochColumn), target)
+	if from != "" {
+		b.WriteString(", ")
+		b.WriteString(from)
+	}
+	if hasWhere {
+		b.WriteString(" WHERE (")
+		b.WriteString(r.whereText(whereEnd))
+		b.WriteString(")")
+	}
+	return renumber(t, b.String())
+}
+
+// whereText returns the condition that ends before token end: the text after the
+// nearest WHERE at the same depth.
+func (r *rewriter) whereText(end int) string {
+	base := r.depth[end-1]
+	for i := end - 1; i >= 0; i-- {
+		if r.depth[i] < base {
+			break
+		}
+		if r.depth[i] == base && r.toks[i].tok == pg.Token_WHERE {
+			return r.text(i+1, end)
+		}
+	}
+	return "false"
+}
+
+// renumber rewrites the parameters of query to $1..$n in order of first use and
+// records which argument each one takes.
+func renumber(t *Table, query string) *classifier {
+	scan, err := pg.Scan(query)
+	if err != nil {
+		return nil
+	}
+	c := &classifier{table: t}
+	var b strings.Builder
+	at := 0
+	seen := map[int]int{}
+	for _, tk := range scan.Tokens {
+		if tk.Token != pg.Token_PARAM {
+			continue
+		}
+		n, err := strconv.Atoi(query[tk.Start+1 : tk.End])
+		if err != nil {
+			return nil
+		}
+		k, ok := seen[n]
+		if !ok {
+			c.args = append(c.args, n-1)
+			k = len(c.args)
+			seen[n] = k
+		}
+		b.WriteString(query[at:tk.Start])
+		b.WriteString("$" + strconv.Itoa(k))
+		at = int(tk.End)
+	}
+	b.WriteString(query[at:])
+	c.query = b.String()
+	return c
+}
+
+func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
+	after, err := r.with(s.WithClause, lo, hi)
+	if err != nil {
+		return err
+	}
+	t, err := r.target(s.Relation)
+	if t == nil || err != nil {
+		return err
+	}
+	if err := assignsEpoch(t, s.Cols); err != nil {
+		return err
+	}
+	base := r.depth[lo]
+	into := r.find(after, hi, base, pg.Token_INTO)
+	if into < 0 {
+		return unexpected(t, "INSERT without INTO")
+	}
+	col := quoteIdent(t.EpochColumn)
+	var body int // first token of the rows
+	switch {
+	case s.SelectStmt == nil: // DEFAULT VALUES
+		def := r.find(into+1, hi, base, pg.Token_DEFAULT)
+		if def < 0 || def+1 >= hi || r.toks[def+1].tok != pg.Token_VALUES {
+			return unexpected(t, "INSERT without rows")
+		}
+		r.edits = append(r.edits, edit{pos: r.toks[def].start, del: r.toks[def+1].end - r.toks[def].start,
+			text: "(" + col + ") VALUES (" + r.epochText() + ")"})
+		s.Cols = []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}}}
+		s.SelectStmt = &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
+			ValuesLists: []*pg.Node{pg.MakeListNode([]*pg.Node{epochNode(r.param)})},
+			LimitOption: pg.LimitOption_LIMIT_OPTION_DEFAULT, Op: pg.SetOperation_SETOP_NONE,
+		}}}
+		body = def + 2
+	case len(s.Cols) == 0:
+		return refuse(t, "INSERT into a protected table without a column list",
+			"name the columns: INSERT INTO t (a, b) VALUES (…); sqlfence adds "+col+" to the list")
+	default:
+		open := r.find(into+1, hi, base, pg.Token_ASCII_40)
+		if open < 0 || r.pair[open] < 0 {
+			return unexpected(t, "INSERT column list")
+		}
+		close := r.pair[open]
+		r.insert(r.toks[close-1].end, ", "+col)
+		s.Cols = append(s.Cols, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}})
+		body = close + 1
+		if s.Override != pg.OverridingKind_OVERRIDING_NOT_SET {
+			body = r.find(body, hi, base, pg.Token_VALUE_P) + 1
+		}
+		end := hi
+		if oc := r.onConflict(body, hi, base); oc >= 0 {
+			end = oc
+		} else {
+			end = r.clauseEnd(body, hi, base, pg.Token_RETURNING)
+		}
+		if err := r.fenceRows(t, s.SelectStmt.GetSelectStmt(), body, end); err != nil {
+			return err
+		}
+	}
+	if oc := s.OnConflictClause; oc != nil && oc.Action == pg.OnConflictAction_ONCONFLICT_UPDATE {
+		if err := assignsEpoch(t, oc.TargetList); err != nil {
+			return err
+		}
+		on := r.onConflict(body, hi, base)
+		set := r.find(on+1, hi, base, pg.Token_SET)
+		if on < 0 || set < 0 {
+			return unexpected(t, "ON CONFLICT DO UPDATE")
+		}
+		setEnd := r.clauseEnd(set+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING)
+		r.insert(r.toks[setEnd-1].end, ", "+col+" = "+r.epochText())
+		oc.TargetList = append(oc.TargetList, setTarget(t, r.param))
+		hadWhere := oc.WhereClause != nil
+		if _, err := r.fenceWhere(t, qualifier(s.Relation), &oc.WhereClause, setEnd, hi, base); err != nil {
+			return err
+		}
+		if top && !hadWhere && len(s.SelectStmt.GetSelectStmt().GetValuesLists()) > 0 {
+			r.top = &classifier{table: t, conflictOnly: true, returning: len(s.ReturningList) > 0}
+		}
+	}
+	r.done[s] = true
+	r.tables = append(r.tables, t)
+	return nil
+}
+
+func (r *rewriter) onConflict(from, hi, base int) int {
+	for i := from; i+1 < hi; i++ {
+		if r.depth[i] == base && r.toks[i].tok == pg.Token_ON && r.toks[i+1].tok == pg.Token_CONFLICT {
+			return i
+		}
+	}
+	return -1
+}
+
+// fenceRows adds the epoch to every row an INSERT writes: each VALUES row, or the
+// select list of every arm of a query.
+func (r *rewriter) fenceRows(t *Table, sel *pg.SelectStmt, lo, hi int) *Error {
+	if sel == nil || lo >= hi {
+		return unexpected(t, "INSERT rows")
+	}
+	for r.toks[lo].tok == pg.Token_ASCII_40 && r.pair[lo] == hi-1 {
+		lo, hi = lo+1, hi-1
+	}
+	base := r.depth[lo]
+	after, err := r.with(sel.WithClause, lo, hi)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(sel.ValuesLists) > 0:
+		v := r.find(after, hi, base, pg.Token_VALUES)
+		if v < 0 {
+			return unexpected(t, "VALUES")
+		}
+		i := v + 1
+		for _, row := range sel.ValuesLists {
+			list := row.GetList()
+			if i >= hi || r.toks[i].tok != pg.Token_ASCII_40 || r.pair[i] < 0 || list == nil {
+				return unexpected(t, "VALUES row")
+			}
+			r.insert(r.toks[r.pair[i]-1].end, ", "+r.epochText())
+			list.Items = append(list.Items, epochNode(r.param))
+			i = r.pair[i] + 1
+			if i < hi && r.toks[i].tok == pg.Token_ASCII_44 {
+				i++
+			}
+		}
+		return nil
+	case sel.Op != pg.SetOperation_SETOP_NONE:
+		split := -1
+		for _, ops := range [][]pg.Token{{pg.Token_UNION, pg.Token_EXCEPT}, {pg.Token_INTERSECT}} {
+			for i := after; i < hi; i++ {
+				if r.depth[i] == base && slices.Contains(ops, r.toks[i].tok) {
+					split = i
+				}
+			}
+			if split >= 0 {
+				break
+			}
+		}
+		if split < 0 {
+			return unexpected(t, "set operation")
+		}
+		right := split + 1
+		if right < hi && (r.toks[right].tok == pg.Token_ALL || r.toks[right].tok == pg.Token_DISTINCT) {
+			right++
+		}
+		end := r.clauseEnd(right, hi, base, pg.Token_ORDER, pg.Token_LIMIT, pg.Token_OFFSET, pg.Token_FETCH, pg.Token_FOR)
+		if err := r.fenceRows(t, sel.Larg, after, split); err != nil {
+			return err
+		}
+		return r.fenceRows(t, sel.Rarg, right, end)
+	default:
+		s := r.find(after, hi, base, pg.Token_SELECT)
+		if s < 0 || len(sel.TargetList) == 0 {
+			return unexpected(t, "INSERT … SELECT without a select list")
+		}
+		end := r.clauseEnd(s+1, hi, base, pg.Token_FROM, pg.Token_INTO, pg.Token_WHERE, pg.Token_GROUP_P,
+			pg.Token_HAVING, pg.Token_WINDOW, pg.Token_ORDER, pg.Token_LIMIT, pg.Token_OFFSET, pg.Token_FETCH,
+			pg.Token_FOR, pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT)
+		r.insert(r.toks[end-1].end, ", "+r.epochText())
+		sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: epochNode(r.param)}}})
+		return nil
+	}
+}
+
+func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
+	after, err := r.with(m.WithClause, lo, hi)
+	if err != nil {
+		return err
+	}
+	t, err := r.target(m.Relation)
+	if t == nil || err != nil {
+		return err
+	}
+	base := r.depth[lo]
+	using := r.find(after, hi, base, pg.Token_USING)
+	on := r.find(using+1, hi, base, pg.Token_ON)
+	if using < 0 || on < 0 {
+		return unexpected(t, "MERGE without USING … ON")
+	}
+	end := r.clauseEnd(on+1, hi, base, pg.Token_RETURNING)
+	var whens []int
+	for i := on + 1; i < end; i++ {
+		if r.depth[i] == base && r.toks[i].tok == pg.Token_WHEN {
+			whens = append(whens, i)
+		}
+	}
+	if len(whens) != len(m.MergeWhenClauses) {
+		return unexpected(t, "MERGE WHEN clauses")
+	}
+	whens = append(whens, end)
+	qual := qualifier(m.Relation)
+	col := quoteIdent(t.EpochColumn)
+	for k, n := range m.MergeWhenClauses {
+		c := n.GetMergeWhenClause()
+		w, next := whens[k], whens[k+1]
+		then := r.find(w, next, base, pg.Token_THEN)
+		if c == nil || then < 0 {
+			return unexpected(t, "MERGE WHEN clause")
+		}
+		if err := assignsEpoch(t, c.TargetList); err != nil {
+			return err
+		}
+		if c.MatchKind != pg.MergeMatchKind_MERGE_WHEN_NOT_MATCHED_BY_TARGET {
+			fence := r.fenceText(t, qual)
+			if c.Condition != nil {
+				and := r.find(w, then, base, pg.Token_AND)
+				if and < 0 {
+					return unexpected(t, "MERGE WHEN condition")
+				}
+				r.insert(r.toks[and+1].start, "(")
+				r.insert(r.toks[then-1].end, ") AND "+fence)
+				c.Condition = andNode(c.Condition, fenceNode(t, qual, r.param))
+			} else {
+				r.insert(r.toks[then-1].end, " AND "+fence)
+				c.Condition = fenceNode(t, qual, r.param)
+			}
+		}
+		switch c.CommandType {
+		case pg.CmdType_CMD_UPDATE:
+			r.insert(r.toks[next-1].end, ", "+col+" = "+r.epochText())
+			c.TargetList = append(c.TargetList, setTarget(t, r.param))
+		case pg.CmdType_CMD_INSERT:
+			ins := r.find(then, next, base, pg.Token_INSERT)
+			switch {
+			case len(c.TargetList) == 0 && len(c.Values) == 0:
+				def := r.find(ins, next, base, pg.Token_DEFAULT)
+				if def < 0 || def+1 >= next {
+					return unexpected(t, "MERGE INSERT DEFAULT VALUES")
+				}
+				r.edits = append(r.edits, edit{pos: r.toks[def].start, del: r.toks[def+1].end - r.toks[def].start,
+					text: "(" + col + ") VALUES (" + r.epochText() + ")"})
+			case len(c.TargetList) == 0:
+				return refuse(t, "MERGE … INSERT into a protected table without a column list",
+					"name the columns: WHEN NOT MATCHED THEN INSERT (a, b) VALUES (…)")
+			default:
+				open := r.find(ins, next, base, pg.Token_ASCII_40)
+				values := r.find(open+1, next, base, pg.Token_VALUES)
+				if open < 0 || r.pair[open] < 0 || values < 0 || values+1 >= next || r.pair[values+1] < 0 {
+					return unexpected(t, "MERGE INSERT")
+				}
+				r.insert(r.toks[r.pair[open]-1].end, ", "+col)
+				r.insert(r.toks[r.pair[values+1]-1].end, ", "+r.epochText())
+			}
+			c.TargetList = append(c.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}})
+			c.Values = append(c.Values, epochNode(r.param))
+		}
+	}
+	if top {
+		source := r.text(using+1, on)
+		cond := r.text(on+1, whens[0])
+		var b strings.Builder
+		if m.WithClause != nil {
+			b.WriteString(r.text(lo, after) + " ")
+		}
+		fmt.Fprintf(&b, "SELECT max(%s.%s)::bigint FROM %s JOIN %s ON (%s)", quoteIdent(qual), col,
+			r.text(r.find(after, hi, base, pg.Token_INTO)+1, using), source, cond)
+		if m.WithClause == nil || readOnlyWith(m.WithClause) {
+			r.top = renumber(t, b.String())
+			r.top.setReturning(m.ReturningList)
+		}
+	}
+	r.done[m] = true
+	r.tables = append(r.tables, t)
+	return nil
+}
+
+func (c *classifier) setReturning(list []*pg.Node) {
+	if c != nil {
+		c.returning = len(list) > 0
+	}
+}
+
+func readOnlyWith(w *pg.WithClause) bool {
+	for _, c := range w.Ctes {
+		q := c.GetCommonTableExpr().GetCtequery()
+		if q.GetSelectStmt() == nil || hasWrite(q) {
+			return false
+		}
+	}
+	return true
+}
+
+// The nodes the fence adds, built exactly as the parser builds them from the text the
+// rewrite inserts, so that verify can compare trees.
+
+func epochNode(param int32) *pg.Node {
+	return &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{
+		Arg: &pg.Node{Node: &pg.Node_ParamRef{ParamRef: &pg.ParamRef{Number: param}}},
+		TypeName: &pg.TypeName{
+			Names:   []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode("int8")},
+			Typemod: -1,
+		},
+	}}}
+}
+
+func fenceNode(t *Table, qual string, param int32) *pg.Node {
+	return &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{
+		Kind:  pg.A_Expr_Kind_AEXPR_OP,
+		Name:  []*pg.Node{pg.MakeStrNode(t.Mode.Operator())},
+		Lexpr: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(qual), pg.MakeStrNode(t.EpochColumn)}}}},
+		Rexpr: epochNode(param),
+	}}}
+}
+
+func setTarget(t *Table, param int32) *pg.Node {
+	return &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn, Val: epochNode(param)}}}
+}
+
+// andNode mirrors the grammar's makeAndExpr: `(p) AND f` flattens into p's argument
+// list when p is itself an AND.
+func andNode(p, f *pg.Node) *pg.Node {
+	if b := p.GetBoolExpr(); b != nil && b.Boolop == pg.BoolExprType_AND_EXPR {
+		b.Args = append(b.Args, f)
+		return p
+	}
+	return &pg.Node{Node: &pg.Node_BoolExpr{BoolExpr: &pg.BoolExpr{Boolop: pg.BoolExprType_AND_EXPR, Args: []*pg.Node{p, f}}}}
+}
+
+// verify parses the rewritten text and compares its tree with the tree the rewrite
+// meant to produce (the original, with the fence nodes added). Anything else — a
+// misplaced insertion, a clause the rewrite misread — is refused, never sent.
+func verify(want *pg.ParseResult, out string) *Error {
+	got, err := pg.Parse(out)
+	if err != nil {
+		return unexpected(nil, "the fenced statement does not parse: "+err.Error())
+	}
+	stripLocations(want.ProtoReflect())
+	stripLocations(got.ProtoReflect())
+	if !proto.Equal(want, got) {
+		return unexpected(nil, "the fenced statement does not parse to the intended tree")
+	}
+	return nil
+}
+
+func stripLocations(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				stripLocations(l.Get(i).Message())
+			}
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
+			stripLocations(v.Message())
+		case fd.Name() == "location" || fd.Name() == "stmt_location" || fd.Name() == "stmt_len":
+			m.Clear(fd)
+		}
+		return true
+	})
+}
+
+// walk calls f on every message in the tree, depth first; f returns false to skip a
+// message's children.
+func walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
+	if !f(m) {
+		return
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
+			return true
+		}
+		if fd.IsList() {
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				walk(l.Get(i).Message(), f)
+			}
+		} else {
+			walk(v.Message(), f)
+		}
+		return true
+	})
+}
+
+func maxParam(tree *pg.ParseResult) int32 {
+	var n int32
+	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+		if p, ok := m.Interface().(*pg.ParamRef); ok && p.Number > n {
+			n = p.Number
+		}
+		return true
+	})
+	return n
+}
+
+func hasWrite(n *pg.Node) bool {
+	found := false
+	walk(n.ProtoReflect(), func(m protoreflect.Message) bool {
+		switch m.Interface().(type) {
+		case *pg.InsertStmt, *pg.UpdateStmt, *pg.DeleteStmt, *pg.MergeStmt:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// protectedWrite is a write to a protected table somewhere in a statement's tree.
+type protectedWrite struct {
+	node  proto.Message
+	table *Table
+}
+
+// findWrites lists every write to a protected table anywhere in the tree, and refuses
+// the statements sqlfence cannot fence at all. It is independent of the rewrite: a
+// write the rewrite did not reach is refused because it is on this list.
+func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
+	var (
+		writes []protectedWrite
+		err    *Error
+	)
+	var visit func(m protoreflect.Message) bool
+	visit = func(m protoreflect.Message) bool {
+		if err != nil {
+			return false
+		}
+		var rv *pg.RangeVar
+		switch s := m.Interface().(type) {
+		case *pg.InsertStmt:
+			rv = s.Relation
+		case *pg.UpdateStmt:
+			rv = s.Relation
+		case *pg.DeleteStmt:
+			rv = s.Relation
+		case *pg.MergeStmt:
+			rv = s.Relation
+		case *pg.ExplainStmt:
+			if !explainAnalyze(s) {
+				return false // plain EXPLAIN plans the write without running it
+			}
+		case *pg.TruncateStmt:
+			for _, n := range s.Relations {
+				if t := match(p, n.GetRangeVar()); t != nil {
+					err = refuse(t, "TRUNCATE cannot be fenced",
+						"delete the rows with DELETE under an epoch, or truncate outside the driver with the guard's operator override")
+				}
+			}
+		case *pg.CopyStmt:
+			if t := match(p, s.Relation); t != nil && s.IsFrom {
+				err = refuse(t, "COPY FROM cannot be fenced",
+					"insert the rows with INSERT … VALUES or INSERT … SELECT FROM unnest($1::…[]) under an epoch")
+			}
+		case *pg.PrepareStmt:
+			if hasProtectedWrite(p, s.Query) {
+				err = refuse(tableOf(p, s.Query), "PREPARE … AS a write to a protected table cannot bind an epoch at EXECUTE",
+					"prepare through database/sql (db.PrepareContext): sqlfence fences prepared statements itself")
+			}
+			return false
+		case *pg.DoStmt:
+			if t := doBodyMentions(p, s); t != nil {
+				err = refuse(t, "a DO block that mentions a protected table cannot be fenced",
+					"run the writes as plain statements under an epoch")
+			}
+			return false
+		case *pg.CallStmt:
+			if fn := s.GetFunccall(); fn != nil && listedFunction(p, fn.Funcname) {
+				err = refuse(nil, "CALL of "+nameOf(fn.Funcname)+", which the policy lists as writing protected tables",
+					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
+			}
+		case *pg.FuncCall:
+			if listedFunction(p, s.Funcname) {
+				err = refuse(nil, "call of "+nameOf(s.Funcname)+", which the policy lists as writing protected tables",
+					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
+			}
+		case *pg.RuleStmt, *pg.CreateFunctionStmt:
+			// Their bodies write later, inside the database, where no epoch reaches.
+			if t := tableIn(p, m); t != nil {
+				err = refuse(t, "a rule or function body that writes a protected table runs without the fence",
+					"create it outside the driver (in a migration) and install the database-side guard (sqlfence guard)")
+			}
+			return false
+		}
+		if t := match(p, rv); t != nil {
+			writes = append(writes, protectedWrite{node: m.Interface(), table: t})
+		}
+		return err == nil
+	}
+	for _, s := range tree.Stmts {
+		walk(s.ProtoReflect(), visit)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return writes, nil
+}
+
+func match(p *Policy, rv *pg.RangeVar) *Table {
+	if rv == nil {
+		return nil
+	}
+	t, _ := p.Match(rv.Schemaname, rv.Relname)
+	return t
+}
+
+func hasProtectedWrite(p *Policy, n *pg.Node) bool { return tableOf(p, n) != nil }
+
+func tableOf(p *Policy, n *pg.Node) *Table { return tableIn(p, n.ProtoReflect()) }
+
+func tableIn(p *Policy, root protoreflect.Message) *Table {
+	var t *Table
+	walk(root, func(m protoreflect.Message) bool {
+		switch s := m.Interface().(type) {
+		case *pg.InsertStmt:
+			t = match(p, s.Relation)
+		case *pg.UpdateStmt:
+			t = match(p, s.Relation)
+		case *pg.DeleteStmt:
+			t = match(p, s.Relation)
+		case *pg.MergeStmt:
+			t = match(p, s.Relation)
+		}
+		return t == nil
+	})
+	return t
+}
+
+// doBodyMentions reports a protected table named anywhere in a DO block's body. The
+// body is PL/pgSQL, opaque to the SQL parser; a textual mention is enough to refuse.
+func doBodyMentions(p *Policy, s *pg.DoStmt) *Table {
+	for _, a := range s.Args {
+		d := a.GetDefElem()
+		if d == nil || d.Defname != "as" {
+			continue
+		}
+		body := d.Arg.GetString_().GetSval()
+		for i := range p.Tables {
+			if containsFold(body, asciiLower(p.Tables[i].Name)) {
+				return &p.Tables[i]
+			}
+		}
+	}
+	return nil
+}
+
+func listedFunction(p *Policy, name []*pg.Node) bool {
+	if len(p.Functions) == 0 {
+		return false
+	}
+	parts := make([]string, 0, len(name))
+	for _, n := range name {
+		parts = append(parts, n.GetString_().GetSval())
+	}
+	switch len(parts) {
+	case 1:
+		return p.MatchFunction("", parts[0])
+	case 0:
+		return false
+	default:
+		return p.MatchFunction(parts[len(parts)-2], parts[len(parts)-1])
+	}
+}
+
+func nameOf(name []*pg.Node) string {
+	parts := make([]string, 0, len(name))
+	for _, n := range name {
+		parts = append(parts, quoteIdent(n.GetString_().GetSval()))
+	}
+	return strings.Join(parts, ".")
+}
+
+// quoteIdent quotes an identifier unless PostgreSQL would read it back unchanged
+// without quotes. Keywords are always quoted: harmless, and no keyword list to drift.
+func quoteIdent(s string) string {
+	plain := s != ""
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c == '_' || 'a' <= c && c <= 'z' || i > 0 && ('0' <= c && c <= '9' || c == '$')
+	}
+	if plain && !isKeyword(s) {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+func isKeyword(s string) bool {
+	scan, err := pg.Scan(s)
+	return err != nil || len(scan.Tokens) != 1 || scan.Tokens[0].KeywordKind != pg.KeywordKind_NO_KEYWORD
+}

@@ -1,0 +1,93 @@
+package sqlfence
+
+import (
+	"database/sql/driver"
+	"io"
+	"reflect"
+)
+
+// fencedRows carries the result of a fenced write with RETURNING. A fenced write
+// returns no rows, which looks like success to a caller reading rows; fencedRows turns
+// that end into the fence error, which database/sql reports from rows.Err().
+type fencedRows struct {
+	inner   driver.Rows
+	explain func() error
+	seen    bool
+}
+
+var (
+	_ driver.Rows                           = (*fencedRows)(nil)
+	_ driver.RowsNextResultSet              = (*fencedRows)(nil)
+	_ driver.RowsColumnTypeScanType         = (*fencedRows)(nil)
+	_ driver.RowsColumnTypeDatabaseTypeName = (*fencedRows)(nil)
+	_ driver.RowsColumnTypeLength           = (*fencedRows)(nil)
+	_ driver.RowsColumnTypeNullable         = (*fencedRows)(nil)
+	_ driver.RowsColumnTypePrecisionScale   = (*fencedRows)(nil)
+)
+
+func (r *fencedRows) Columns() []string { return r.inner.Columns() }
+func (r *fencedRows) Close() error      { return r.inner.Close() }
+
+func (r *fencedRows) Next(dest []driver.Value) error {
+	err := r.inner.Next(dest)
+	if err == nil {
+		r.seen = true
+		return nil
+	}
+	if err == io.EOF && !r.seen {
+		r.seen = true // explain once
+		if ferr := r.explain(); ferr != nil {
+			return ferr
+		}
+	}
+	return err
+}
+
+func (r *fencedRows) HasNextResultSet() bool {
+	if n, ok := r.inner.(driver.RowsNextResultSet); ok {
+		return n.HasNextResultSet()
+	}
+	return false
+}
+
+func (r *fencedRows) NextResultSet() error {
+	if n, ok := r.inner.(driver.RowsNextResultSet); ok {
+		return n.NextResultSet()
+	}
+	return io.EOF
+}
+
+func (r *fencedRows) ColumnTypeScanType(i int) reflect.Type {
+	if c, ok := r.inner.(driver.RowsColumnTypeScanType); ok {
+		return c.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
+}
+
+func (r *fencedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if c, ok := r.inner.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return c.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *fencedRows) ColumnTypeLength(i int) (int64, bool) {
+	if c, ok := r.inner.(driver.RowsColumnTypeLength); ok {
+		return c.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *fencedRows) ColumnTypeNullable(i int) (bool, bool) {
+	if c, ok := r.inner.(driver.RowsColumnTypeNullable); ok {
+		return c.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+func (r *fencedRows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
+	if c, ok := r.inner.(driver.RowsColumnTypePrecisionScale); ok {
+		return c.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
+}

@@ -1,0 +1,124 @@
+package sqlfence
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+)
+
+// stmt is a prepared protected write. The text was fenced at prepare time; the epoch
+// is bound at each execution from the context it runs under, because one prepared
+// statement outlives many claims.
+type stmt struct {
+	inner driver.Stmt
+	conn  *conn
+	d     *decision
+	query string
+}
+
+var (
+	_ driver.Stmt              = (*stmt)(nil)
+	_ driver.StmtExecContext   = (*stmt)(nil)
+	_ driver.StmtQueryContext  = (*stmt)(nil)
+	_ driver.NamedValueChecker = (*stmt)(nil)
+)
+
+func (s *stmt) Close() error { return s.inner.Close() }
+
+// NumInput hides the epoch parameter: the application passes its own arguments only.
+func (s *stmt) NumInput() int {
+	n := s.inner.NumInput()
+	if n > 0 {
+		return n - 1
+	}
+	return n
+}
+
+var errUnfencedPrepared = errors.New("sqlfence.Unfenced cannot run a prepared protected write: its text carries the fence; run it with ExecContext instead")
+
+func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (*call, error) {
+	c, err := s.conn.fence.bind(ctx, s.d, s.query, args)
+	if err != nil {
+		return nil, err
+	}
+	if !c.fence {
+		return nil, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
+			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
+	}
+	return c, nil
+}
+
+func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	c, err := s.bind(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	var res driver.Result
+	if e, ok := s.inner.(driver.StmtExecContext); ok {
+		res, err = e.ExecContext(ctx, c.args)
+	} else {
+		res, err = s.inner.Exec(values(c.args)) //nolint:staticcheck
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		if q, ok := s.conn.inner.(driver.QueryerContext); ok {
+			if err := s.conn.fence.explain(ctx, q, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	c, err := s.bind(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	var rows driver.Rows
+	if q, ok := s.inner.(driver.StmtQueryContext); ok {
+		rows, err = q.QueryContext(ctx, c.args)
+	} else {
+		rows, err = s.inner.Query(values(c.args)) //nolint:staticcheck
+	}
+	q, ok := s.conn.inner.(driver.QueryerContext)
+	if err != nil || !ok || s.d.classify == nil || !s.d.classify.returning {
+		return rows, err
+	}
+	return &fencedRows{inner: rows, explain: func() error { return s.conn.fence.explain(ctx, q, c) }}, nil
+}
+
+// CheckNamedValue forwards to the statement, then the connection, as database/sql
+// itself would look for a checker if sqlfence were not in between.
+func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if n, ok := s.inner.(driver.NamedValueChecker); ok {
+		return n.CheckNamedValue(nv)
+	}
+	return s.conn.CheckNamedValue(nv)
+}
+
+func named(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+func values(args []driver.NamedValue) []driver.Value {
+	out := make([]driver.Value, len(args))
+	for i, a := range args {
+		out[i] = a.Value
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+COPY inventory TO STDOUT
+---- sent ----
+PASS

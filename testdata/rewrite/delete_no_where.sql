@@ -1,0 +1,3 @@
+DELETE FROM inventory
+---- sent ----
+DELETE FROM inventory WHERE inventory.writer_epoch < $1::bigint

@@ -1,0 +1,3 @@
+EXPLAIN UPDATE inventory SET quantity = 1 WHERE sku = $1
+---- sent ----
+PASS

@@ -1,0 +1,3 @@
+UPDATE "INVENTORY" SET quantity = 1
+---- sent ----
+PASS

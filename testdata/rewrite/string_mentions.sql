@@ -1,0 +1,3 @@
+SELECT 'UPDATE inventory SET quantity = 0' AS text
+---- sent ----
+PASS

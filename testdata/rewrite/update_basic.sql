@@ -1,0 +1,3 @@
+UPDATE inventory SET quantity = quantity - $2 WHERE sku = $1
+---- sent ----
+UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint

@@ -1,0 +1,3 @@
+update billing.invoices set total = $1 where id = $2
+---- sent ----
+update billing.invoices set total = $1, writer_epoch = $3::bigint where (id = $2) AND invoices.writer_epoch <= $3::bigint

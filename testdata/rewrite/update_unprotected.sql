@@ -1,0 +1,3 @@
+UPDATE staging SET q = 1 WHERE sku = $1
+---- sent ----
+PASS
