@@ -330,7 +330,9 @@ func (r *rewriter) clauseEnd(from, hi, base int, clauses ...pg.Token) int {
 	return hi
 }
 
-func (r *rewriter) insert(pos int, text string) { r.edits = append(r.edits, edit{pos: pos, text: text}) }
+func (r *rewriter) insert(pos int, text string) {
+	r.edits = append(r.edits, edit{pos: pos, text: text})
+}
 
 func (r *rewriter) apply() string {
 	slices.SortStableFunc(r.edits, func(a, b edit) int { return a.pos - b.pos })
@@ -501,6 +503,7 @@ func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
 	qual := qualifier(u.Relation)
 	r.insert(r.toks[setEnd-1].end, ", "+quoteIdent(t.EpochColumn)+" = "+r.epochText())
 	u.TargetList = append(u.TargetList, setTarget(t, r.param))
+	hasWhere := u.WhereClause != nil
 	whereEnd, err := r.fenceWhere(t, qual, &u.WhereClause, setEnd, hi, base)
 	if err != nil {
 		return err
@@ -510,7 +513,7 @@ func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
 		if setEnd < hi && r.toks[setEnd].tok == pg.Token_FROM {
 			from = r.text(setEnd+1, r.clauseEnd(setEnd+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING))
 		}
-		r.top = r.classifier(t, qual, u.WithClause, lo, after, r.text(kw+1, set), from, u.WhereClause != nil, whereEnd)
+		r.top = r.classifier(t, qual, u.WithClause, lo, after, r.text(kw+1, set), from, hasWhere, whereEnd)
 		r.top.setReturning(u.ReturningList)
 	}
 	r.done[u] = true
@@ -539,6 +542,7 @@ func (r *rewriter) delete(d *pg.DeleteStmt, lo, hi int, top bool) *Error {
 	}
 	targetEnd := r.clauseEnd(from+1, hi, base, pg.Token_USING, pg.Token_WHERE, pg.Token_RETURNING)
 	qual := qualifier(d.Relation)
+	hasWhere := d.WhereClause != nil
 	whereEnd, err := r.fenceWhere(t, qual, &d.WhereClause, targetEnd, hi, base)
 	if err != nil {
 		return err
@@ -548,7 +552,7 @@ func (r *rewriter) delete(d *pg.DeleteStmt, lo, hi int, top bool) *Error {
 		if targetEnd < hi && r.toks[targetEnd].tok == pg.Token_USING {
 			using = r.text(targetEnd+1, r.clauseEnd(targetEnd+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING))
 		}
-		r.top = r.classifier(t, qual, d.WithClause, lo, after, r.text(from+1, targetEnd), using, d.WhereClause != nil, whereEnd)
+		r.top = r.classifier(t, qual, d.WithClause, lo, after, r.text(from+1, targetEnd), using, hasWhere, whereEnd)
 		r.top.setReturning(d.ReturningList)
 	}
 	r.done[d] = true
