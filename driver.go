@@ -38,11 +38,16 @@ import (
 	"os"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // DriverName is the name sqlfence registers with database/sql.
 const DriverName = "sqlfence"
+
+// GuardSetting is the session setting the registered driver sets on every connection,
+// which the trigger `sqlfence guard` installs checks for.
+const GuardSetting = "sqlfence.fenced"
 
 // PolicyParam is the DSN parameter that names the policy file; PolicyEnv the
 // environment variable consulted when the DSN has none.
@@ -89,11 +94,18 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner, err := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(innerDSN)
+	cfg, err := pgx.ParseConfig(innerDSN)
 	if err != nil {
 		return nil, err
 	}
-	return NewConnector(inner, p), nil
+	// The session setting rides in the startup message, so it costs no round trip. It
+	// tells the database-side guard (sqlfence guard) that writes on this connection
+	// went through the fence; psql, migrations and scripts do not carry it.
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams[GuardSetting] = "on"
+	return NewConnector(stdlib.GetConnector(*cfg), p), nil
 }
 
 // splitPolicyParam removes the policy parameter from a DSN, in URL or keyword/value

@@ -390,6 +390,11 @@ func TestArguments(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		t.Fatalf("duplicate key: err = %v, want a *pgconn.PgError 23505", err)
 	}
+	// The guard's session setting reaches the server without a round trip of its own.
+	var guard string
+	if err := f.fenced.QueryRow(`SELECT current_setting('` + sqlfence.GuardSetting + `', true)`).Scan(&guard); err != nil || guard != "on" {
+		t.Fatalf("guard setting = %q, %v; want on", guard, err)
+	}
 	// A non-positive epoch is not an epoch.
 	_, err = f.fenced.ExecContext(sqlfence.WithEpoch(context.Background(), 0), `UPDATE inventory SET quantity = 1 WHERE sku = $1`, "a")
 	if !errors.Is(err, sqlfence.ErrUnfenced) || !strings.Contains(err.Error(), "not positive") {

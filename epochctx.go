@@ -1,6 +1,9 @@
 package sqlfence
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 type epochKey struct{}
 
@@ -40,4 +43,25 @@ func Unfenced(ctx context.Context, reason string) context.Context {
 func unfencedReason(ctx context.Context) (string, bool) {
 	r, ok := ctx.Value(unfencedKey{}).(string)
 	return r, ok
+}
+
+type onFencedKey struct{}
+
+// OnFenced returns a context under which a fenced statement also calls cancel with
+// the fence error as the cause. Give it the cancel function the handler's lease
+// keeper uses when a renewal fails: a superseded handler then stops at its next
+// context check instead of burning its remaining runtime on effects nobody wants.
+func OnFenced(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
+	return context.WithValue(ctx, onFencedKey{}, cancel)
+}
+
+// noteFenced cancels the handler's context when err is a fence.
+func noteFenced(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, ErrFenced) {
+		return err
+	}
+	if cancel, ok := ctx.Value(onFencedKey{}).(context.CancelCauseFunc); ok {
+		cancel(err)
+	}
+	return err
 }

@@ -141,6 +141,10 @@ func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error
 // explain classifies a fenced write that affected no rows. It runs only on that path,
 // so the normal path costs no extra round trip.
 func (f *fence) explain(ctx context.Context, q driver.QueryerContext, c *call) error {
+	return noteFenced(ctx, f.classify(ctx, q, c))
+}
+
+func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call) error {
 	cl := c.d.classify
 	if cl == nil || !c.fence {
 		return nil

@@ -1237,3 +1237,39 @@ func isKeyword(s string) bool {
 	scan, err := pg.Scan(s)
 	return err != nil || len(scan.Tokens) != 1 || scan.Tokens[0].KeywordKind != pg.KeywordKind_NO_KEYWORD
 }
+
+// Plan is what sqlfence does with one statement under a policy, for tools that check
+// SQL without running it (sqlfence check) and for tests.
+type Plan struct {
+	// Tables lists the protected tables the statement writes, as the policy names them.
+	Tables []string
+	// Fenced is the text sqlfence sends, with the fence inserted; "" when the
+	// statement is sent unchanged.
+	Fenced string
+	// EpochParam is the parameter number that carries the epoch in Fenced.
+	EpochParam int
+	// Err is the *Error (matching ErrRefused) when sqlfence refuses the statement.
+	Err error
+}
+
+// Plan decides what sqlfence would do with query, without a database.
+func (p *Policy) Plan(query string) Plan {
+	d := decide(p, needlesOf(p), query)
+	var out Plan
+	if d.act == actRefuse {
+		out.Err = d.refusal.with(query, 0)
+		if d.refusal.Table != "" {
+			out.Tables = []string{d.refusal.Table}
+		}
+		return out
+	}
+	for _, t := range d.tables {
+		if n := t.QualifiedName.String(); !slices.Contains(out.Tables, n) {
+			out.Tables = append(out.Tables, n)
+		}
+	}
+	if d.act == actRewrite {
+		out.Fenced, out.EpochParam = d.sql, d.epochParam
+	}
+	return out
+}
