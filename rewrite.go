@@ -18,6 +18,7 @@ const (
 	maxStatementBytes = 1 << 20
 	maxNesting        = 200
 	maxOperatorChain  = 1000
+	maxTokenRun       = 5000
 )
 
 type action uint8
@@ -247,10 +248,16 @@ func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 	r.depth = make([]int, len(r.toks))
 	r.pair = make([]int, len(r.toks))
 	var stack []int
-	chain := 0
+	chain, run := 0, 0
 	for i, t := range r.toks {
 		r.depth[i] = len(stack)
 		r.pair[i] = -1
+		// Postfix chains (x IS NULL IS NULL …, x::int::int …) nest as deep as they are
+		// long without any operator; a bound on tokens between commas catches them.
+		if run++; run > maxTokenRun {
+			return refuse(nil, fmt.Sprintf("statement has more than %d tokens without a comma", maxTokenRun),
+				"split the statement or pass the values as an array parameter; very long expressions can crash the parser")
+		}
 		switch t.tok {
 		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
 			stack = append(stack, i)
@@ -276,7 +283,7 @@ func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 					"pass the values as an array parameter instead of one long expression")
 			}
 		case pg.Token_ASCII_44, pg.Token_ASCII_59:
-			chain = 0
+			chain, run = 0, 0
 		}
 	}
 	return nil

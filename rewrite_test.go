@@ -63,3 +63,50 @@ func outcome(d *decision) string {
 	}
 	return d.sql
 }
+
+// TestParserBounds: these inputs crash the C parser (stack overflow kills the process)
+// or exhaust it; each must come back as a refusal instead.
+func TestParserBounds(t *testing.T) {
+	p := testPolicy(t)
+	needles := needlesOf(p)
+	const n = 200_000
+	for name, q := range map[string]string{
+		"operators": "UPDATE inventory SET quantity = " + strings.Repeat("1+", n) + "1",
+		"is null":   "UPDATE inventory SET quantity = 1 WHERE note" + strings.Repeat(" IS NOT NULL", n),
+		"casts":     "UPDATE inventory SET quantity = 1" + strings.Repeat("::int", n),
+		"collate":   "UPDATE inventory SET note = 'a'" + strings.Repeat(` COLLATE "C"`, n),
+		"parens":    "UPDATE inventory SET quantity = " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		"not":       "UPDATE inventory SET quantity = 1 WHERE " + strings.Repeat("NOT ", n) + "true",
+		"huge":      "UPDATE inventory SET note = '" + strings.Repeat("x", 2<<20) + "'",
+	} {
+		d := decide(p, needles, q)
+		if d.act != actRefuse {
+			t.Errorf("%s: decision %v, want a refusal", name, d.act)
+		}
+	}
+}
+
+// TestDecideConcurrent runs the parser from many goroutines at once; with -race it
+// also checks that decisions share no mutable state.
+func TestDecideConcurrent(t *testing.T) {
+	p := testPolicy(t)
+	needles := needlesOf(p)
+	done := make(chan string)
+	for g := range 16 {
+		go func() {
+			for i := range 20 {
+				q := "UPDATE inventory SET quantity = " + strings.Repeat("1+", g+i) + "1 WHERE sku = $1"
+				if d := decide(p, needles, q); d.act != actRewrite {
+					done <- q
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 16 {
+		if q := <-done; q != "" {
+			t.Errorf("not rewritten: %.60s", q)
+		}
+	}
+}
