@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/claimctx"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -32,6 +33,8 @@ CREATE SCHEMA billing;
 CREATE TABLE billing.invoices (id int PRIMARY KEY, total numeric NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
 CREATE TABLE reports (id serial PRIMARY KEY, body text, fence_epoch bigint NOT NULL DEFAULT 0);
 CREATE TABLE audit (sku text);
+CREATE TABLE jobs (id int PRIMARY KEY, status text NOT NULL DEFAULT 'pending', lease_epoch bigint NOT NULL DEFAULT 0, lease_expires_at timestamptz);
+INSERT INTO jobs (id) VALUES (1);
 INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ('a', 10, 5), ('b', 20, 5);
 INSERT INTO staging (sku, q, n, gone) VALUES ('a', 1, 'n', false), ('b', 0, 'n', true), ('c', 3, 'n', false);
 INSERT INTO billing.invoices (id, total, writer_epoch) VALUES (1, 100, 5);
@@ -513,4 +516,48 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatalf("policy from %s: %v", sqlfence.PolicyEnv, err)
 	}
 	db.Close()
+}
+
+// TestClaimDiscipline: the claim table's status and epoch columns are written only by
+// the claim helpers' statements; any other path could claim a job without a token.
+func TestClaimDiscipline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "testdata/sqlfence.yaml")
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`UPDATE jobs SET status = 'claimed' WHERE id = 1`,
+		`UPDATE jobs SET lease_epoch = 99 WHERE id = 1`,
+		`INSERT INTO jobs (id, status) VALUES (2, 'claimed')`,
+	} {
+		if _, err := f.fenced.ExecContext(ctx, stmt); !errors.Is(err, sqlfence.ErrRefused) || !strings.Contains(err.Error(), "claim helpers") {
+			t.Errorf("%s: err = %v, want a refusal pointing at the claim helpers", stmt, err)
+		}
+	}
+	// Other columns, enqueueing and cleanup are ordinary writes.
+	for _, stmt := range []string{
+		`UPDATE jobs SET lease_expires_at = now() WHERE id = 1`,
+		`INSERT INTO jobs (id) VALUES (3)`,
+		`DELETE FROM jobs WHERE id = 3`,
+	} {
+		if _, err := f.fenced.ExecContext(ctx, stmt); err != nil {
+			t.Errorf("%s: %v", stmt, err)
+		}
+	}
+	// The claim helpers' statements carry the mark.
+	claim := `UPDATE jobs SET status = 'claimed', lease_epoch = lease_epoch + 1 WHERE id = $1 RETURNING lease_epoch`
+	var epoch int64
+	if err := f.fenced.QueryRowContext(claimctx.With(ctx), claim, 1).Scan(&epoch); err != nil || epoch != 1 {
+		t.Fatalf("claim helper statement: epoch %d, %v", epoch, err)
+	}
+	st, err := f.fenced.PrepareContext(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.QueryRowContext(ctx, 1).Scan(&epoch); !errors.Is(err, sqlfence.ErrRefused) {
+		t.Fatalf("prepared claim without the mark: err = %v", err)
+	}
+	if err := st.QueryRowContext(claimctx.With(ctx), 1).Scan(&epoch); err != nil || epoch != 2 {
+		t.Fatalf("prepared claim with the mark: epoch %d, %v", epoch, err)
+	}
 }

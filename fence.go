@@ -9,6 +9,8 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/claimctx"
 )
 
 // fence holds what every connection of one connector shares: the policy and the cache
@@ -57,6 +59,14 @@ func (f *fence) bind(ctx context.Context, d *decision, query string, args []driv
 	c.epoch = epoch
 	var err error
 	switch {
+	case d.act == actClaim:
+		if claimctx.From(ctx) {
+			return c, nil
+		}
+		err = &Error{Kind: ErrRefused, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
+			Reason: "the statement writes the claim table's " + quoteIdent(d.claim.StatusColumn) + " or " + quoteIdent(d.claim.EpochColumn) +
+				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",
+			Fix: "claim, renew and complete jobs with the helpers in github.com/sqlfence/sqlfence/claim"}
 	case d.act == actRefuse:
 		err = d.refusal.with(query, epoch)
 	case !hasEpoch:

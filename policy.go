@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -74,6 +75,14 @@ type Policy struct {
 	AllowUnfenced bool // unfenced: allow
 	Enforce       Enforcement
 	Functions     []QualifiedName
+	// Claims are the tables claims are made on (a job queue's jobs table, a claim
+	// table): only sqlfence's claim helpers may write their epoch and status columns,
+	// so no job can be claimed without incrementing the epoch.
+	Claims []ClaimTable
+	// ResolveCatalog (resolve: catalog): at the first connection, read the catalog to
+	// protect partitions, inheritance children and simple views of protected tables
+	// too, and check every epoch column is bigint NOT NULL.
+	ResolveCatalog bool
 
 	// Built once by ParsePolicy so that Match, which runs for every
 	// statement, is a map lookup without allocation. A Policy assembled by
@@ -93,6 +102,38 @@ func (q QualifiedName) String() string {
 		return quoteNamePart(q.Name)
 	}
 	return quoteNamePart(q.Schema) + "." + quoteNamePart(q.Name)
+}
+
+// ClaimTable is a table claims are made on.
+type ClaimTable struct {
+	QualifiedName
+	EpochColumn  string // default lease_epoch
+	StatusColumn string // default status
+	Line         int
+}
+
+// MatchClaim returns the claim table a relation reference resolves to, with Match's
+// rules for qualified and unqualified names.
+func (p *Policy) MatchClaim(schema, name string) *ClaimTable {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Claims {
+		c := &p.Claims[i]
+		if c.Name == name && (schema == "" || c.Schema == "" || c.Schema == schema) {
+			return c
+		}
+	}
+	return nil
+}
+
+// withTables returns a copy of p that also protects extra, for tables found in the
+// catalog at connect time.
+func (p *Policy) withTables(extra []Table) *Policy {
+	c := *p
+	c.Tables = append(slices.Clone(p.Tables), extra...)
+	c.tables = newPolicyTableIndex(c.Tables)
+	return &c
 }
 
 // Table is a protected table with its settings resolved against the policy
@@ -297,8 +338,9 @@ func (p *policyParser) errorf(line int, format string, args ...any) error {
 }
 
 var (
-	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "tables", "unfenced", "enforce", "functions"}
+	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "tables", "unfenced", "enforce", "functions", "claims", "resolve"}
 	policyTableKeys    = []string{"name", "epoch_column", "mode"}
+	policyClaimKeys    = []string{"table", "epoch_column", "status_column"}
 )
 
 func (p *policyParser) parse(data []byte) (*Policy, error) {
@@ -397,6 +439,18 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 			return nil, err
 		}
 	}
+	if n, ok := keys.get("claims"); ok {
+		if pol.Claims, err = p.claims(n, pol); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := keys.get("resolve"); ok {
+		s, err := p.choice(n, "resolve", "none", "catalog")
+		if err != nil {
+			return nil, err
+		}
+		pol.ResolveCatalog = s == "catalog"
+	}
 	return pol, nil
 }
 
@@ -454,6 +508,58 @@ func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {
 		}
 		seen[q] = t.Line
 		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (p *policyParser) claims(n *yaml.Node, pol *Policy) ([]ClaimTable, error) {
+	n = resolveAliasNode(n)
+	if isNullNode(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n.Line, "claims must be a list of claim table entries, got %s", describeNode(n))
+	}
+	var out []ClaimTable
+	for _, e := range n.Content {
+		e = resolveAliasNode(e)
+		c := ClaimTable{EpochColumn: "lease_epoch", StatusColumn: "status", Line: e.Line}
+		if e.Kind != yaml.MappingNode {
+			return nil, p.errorf(e.Line, "claim entry must be a mapping with a table, got %s", describeNode(e))
+		}
+		keys, err := p.mapping(e, "in claim entry")
+		if err != nil {
+			return nil, err
+		}
+		if err := p.checkKeys(keys, policyClaimKeys, "in claim entry"); err != nil {
+			return nil, err
+		}
+		t, ok := keys.get("table")
+		if !ok {
+			return nil, p.errorf(e.Line, "claim entry has no table")
+		}
+		if c.QualifiedName, err = p.qualifiedName(t, "claim table"); err != nil {
+			return nil, err
+		}
+		if v, ok := keys.get("epoch_column"); ok {
+			if c.EpochColumn, err = p.column(v); err != nil {
+				return nil, err
+			}
+		}
+		if v, ok := keys.get("status_column"); ok {
+			if c.StatusColumn, err = p.column(v); err != nil {
+				return nil, err
+			}
+		}
+		if t, _ := pol.Match(c.Schema, c.Name); t != nil && t.QualifiedName == c.QualifiedName {
+			return nil, p.errorf(e.Line, "%s is both a protected table (line %d) and a claim table; a claim table holds the epochs, it is not fenced by them", c.QualifiedName, t.Line)
+		}
+		for _, prev := range out {
+			if prev.QualifiedName == c.QualifiedName {
+				return nil, p.errorf(e.Line, "claim table %s is listed twice (lines %d and %d)", c.QualifiedName, prev.Line, e.Line)
+			}
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -27,6 +27,7 @@ const (
 	actPass    action = iota + 1 // send the application's text unchanged
 	actRewrite                   // send text with the fence inserted, plus the epoch argument
 	actRefuse                    // send nothing
+	actClaim                     // send unchanged, but only from sqlfence's claim helpers
 )
 
 // decision is what sqlfence does with one SQL text under one policy. It depends on
@@ -38,6 +39,7 @@ type decision struct {
 	refusal    *Error // for actRefuse
 	tables     []*Table
 	classify   *classifier // how to explain a 0-row result of the top-level write, or nil
+	claim      *ClaimTable // the statement writes a claim table's epoch or status column
 }
 
 // table returns the name used in messages about this statement.
@@ -134,8 +136,17 @@ func decide(policy *Policy, needles []string, sql string) (d *decision) {
 	if e != nil {
 		return &decision{act: actRefuse, refusal: e}
 	}
+	claim := claimWrite(policy, tree)
 	if len(writes) == 0 {
+		if claim != nil {
+			return &decision{act: actClaim, claim: claim}
+		}
 		return &decision{act: actPass}
+	}
+	if claim != nil {
+		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
+			"the statement writes both a protected table and the claim table "+claim.QualifiedName.String(),
+			"claim the job first with the claim helpers, then write under the claim's epoch")}
 	}
 	if len(tree.Stmts) != 1 {
 		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
@@ -161,6 +172,46 @@ func decide(policy *Policy, needles []string, sql string) (d *decision) {
 		return &decision{act: actRefuse, refusal: e}
 	}
 	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top}
+}
+
+// claimWrite finds a write to a claim table's epoch or status column: claiming, in
+// effect. Only the claim helpers' statements may do that, or one job type could be
+// claimed without incrementing the epoch and its writes would carry no token.
+func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
+	if len(p.Claims) == 0 {
+		return nil
+	}
+	var found *ClaimTable
+	check := func(rv *pg.RangeVar, lists ...[]*pg.Node) {
+		if rv == nil || found != nil {
+			return
+		}
+		c := p.MatchClaim(rv.Schemaname, rv.Relname)
+		if c == nil {
+			return
+		}
+		for _, l := range lists {
+			for _, n := range l {
+				if rt := n.GetResTarget(); rt != nil && (rt.Name == c.EpochColumn || rt.Name == c.StatusColumn) {
+					found = c
+				}
+			}
+		}
+	}
+	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+		switch s := m.Interface().(type) {
+		case *pg.UpdateStmt:
+			check(s.Relation, s.TargetList)
+		case *pg.InsertStmt:
+			check(s.Relation, s.Cols, s.OnConflictClause.GetTargetList())
+		case *pg.MergeStmt:
+			for _, w := range s.MergeWhenClauses {
+				check(s.Relation, w.GetMergeWhenClause().GetTargetList())
+			}
+		}
+		return found == nil
+	})
+	return found
 }
 
 // mayTouchProtected is the pre-check that lets most statements skip the parser. It
@@ -193,6 +244,9 @@ func needlesOf(p *Policy) []string {
 	}
 	for _, f := range p.Functions {
 		add(f.Name)
+	}
+	for _, c := range p.Claims {
+		add(c.Name)
 	}
 	return out
 }

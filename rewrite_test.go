@@ -60,6 +60,8 @@ func outcome(d *decision) string {
 		return "PASS"
 	case actRefuse:
 		return "REFUSED: " + d.refusal.Error()
+	case actClaim:
+		return "CLAIM HELPERS ONLY: " + d.claim.QualifiedName.String()
 	}
 	return d.sql
 }

@@ -28,7 +28,7 @@ func (s *stmt) Close() error { return s.inner.Close() }
 // NumInput hides the epoch parameter: the application passes its own arguments only.
 func (s *stmt) NumInput() int {
 	n := s.inner.NumInput()
-	if n > 0 {
+	if n > 0 && s.d.act == actRewrite {
 		return n - 1
 	}
 	return n
@@ -41,7 +41,7 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (*call, error
 	if err != nil {
 		return nil, err
 	}
-	if !c.fence {
+	if !c.fence && s.d.act == actRewrite {
 		return nil, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
 	}
