@@ -37,6 +37,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -181,14 +183,19 @@ func NewConnector(inner driver.Connector, p *Policy) driver.Connector {
 		c.err = errors.New("sqlfence: NewConnector: nil policy; load one with LoadPolicy")
 		return c
 	}
-	c.fence = newFence(p)
+	c.fence.Store(newFence(p))
 	return c
 }
 
 type connector struct {
 	inner driver.Connector
-	fence *fence
+	fence atomic.Pointer[fence]
 	err   error
+
+	// resolveMu serialises the catalog read of resolve: catalog; resolved records
+	// that it succeeded, so a failure (the database not up yet) is retried.
+	resolveMu sync.Mutex
+	resolved  bool
 }
 
 var (
@@ -204,7 +211,32 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: ic, fence: c.fence}, nil
+	f := c.fence.Load()
+	if f.policy.ResolveCatalog {
+		if f, err = c.resolve(ctx, ic); err != nil {
+			ic.Close()
+			return nil, err
+		}
+	}
+	return &conn{inner: ic, fence: f}, nil
+}
+
+// resolve extends the policy from the catalog once, before any connection is handed
+// out, so that no statement is ever decided under the unresolved policy.
+func (c *connector) resolve(ctx context.Context, ic driver.Conn) (*fence, error) {
+	c.resolveMu.Lock()
+	defer c.resolveMu.Unlock()
+	if c.resolved {
+		return c.fence.Load(), nil
+	}
+	p, err := resolveCatalog(ctx, ic, c.fence.Load().policy)
+	if err != nil {
+		return nil, err
+	}
+	f := newFence(p)
+	c.fence.Store(f)
+	c.resolved = true
+	return f, nil
 }
 
 func (c *connector) Driver() driver.Driver { return Driver{} }

@@ -143,6 +143,10 @@ type Table struct {
 	EpochColumn string // resolved: the table's own or the policy default
 	Mode        Mode   // resolved: the table's own or the policy default
 	Line        int    // line in the policy file, for messages
+
+	// unfenceable says why writes to this relation are refused: a view over a
+	// protected table that does not show the epoch column (found by resolve: catalog).
+	unfenceable string
 }
 
 const (

@@ -513,6 +513,9 @@ func (r *rewriter) target(rv *pg.RangeVar) (*Table, *Error) {
 		return nil, nil
 	}
 	t, ambiguous := r.policy.Match(rv.Schemaname, rv.Relname)
+	if t != nil && t.unfenceable != "" {
+		return t, refuse(t, t.unfenceable, "write the base table, or add the epoch column to the view's select list")
+	}
 	if ambiguous {
 		return t, refuse(t, "the unqualified name "+quoteIdent(rv.Relname)+" matches several policy entries with different epoch columns or modes",
 			"qualify the table with its schema")
