@@ -99,9 +99,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil || !call.fence {
 		return res, err
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	if n, err := res.RowsAffected(); err == nil && (n == 0 || call.d.classify != nil && exactAccounting(ctx)) {
 		if q, ok := c.inner.(driver.QueryerContext); ok {
-			if err := c.fence.explain(ctx, q, call); err != nil {
+			if err := c.fence.check(ctx, q, &call, n); err != nil {
 				return nil, err
 			}
 		}
@@ -126,7 +126,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil || !call.fence || d.classify == nil || !d.classify.returning {
 		return rows, err
 	}
-	return &fencedRows{inner: rows, explain: func() error { return c.fence.explain(ctx, queryer, call) }}, nil
+	return c.fence.fencedRows(ctx, queryer, rows, call), nil
 }
 
 func (c *conn) Ping(ctx context.Context) error {

@@ -561,3 +561,33 @@ func TestClaimDiscipline(t *testing.T) {
 		t.Fatalf("prepared claim with the mark: epoch %d, %v", epoch, err)
 	}
 }
+
+// TestExactAccounting: a bulk write can be fenced on some rows and not others. By
+// default the rows affected are all the caller learns; with WithExactAccounting the
+// partial fence is an error with both counts.
+func TestExactAccounting(t *testing.T) {
+	t.Parallel()
+	for _, stmt := range []string{`UPDATE inventory SET quantity = 0`, `DELETE FROM inventory`} {
+		f := newFixture(t, "testdata/sqlfence.yaml")
+		f.raw.Exec(`UPDATE inventory SET writer_epoch = 9 WHERE sku = 'b'`)
+		ctx := sqlfence.WithEpoch(context.Background(), 7)
+		if _, err := f.fenced.ExecContext(sqlfence.WithExactAccounting(ctx), stmt); !errors.Is(err, sqlfence.ErrFenced) {
+			t.Fatalf("%s: err = %v, want ErrFenced", stmt, err)
+		} else {
+			var fe *sqlfence.Error
+			errors.As(err, &fe)
+			if fe.Affected != 1 || fe.Fenced != 1 || fe.StoredEpoch != 9 {
+				t.Errorf("%s: affected %d fenced %d stored %d, want 1, 1, 9", stmt, fe.Affected, fe.Fenced, fe.StoredEpoch)
+			}
+		}
+		f = newFixture(t, "testdata/sqlfence.yaml")
+		f.raw.Exec(`UPDATE inventory SET writer_epoch = 9 WHERE sku = 'b'`)
+		res, err := f.fenced.ExecContext(ctx, stmt)
+		if err != nil {
+			t.Fatalf("%s without exact accounting: %v", stmt, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("%s without exact accounting: %d rows, want 1", stmt, n)
+		}
+	}
+}

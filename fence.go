@@ -49,13 +49,19 @@ type call struct {
 
 // bind decides what one execution sends. Refusals and unfenced writes become errors
 // here, before anything reaches the server; in shadow mode they are logged and the
-// application's text is sent unchanged.
-func (f *fence) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (*call, error) {
-	c := &call{d: d, query: query, send: query, args: args}
+// application's text is sent unchanged. The call is returned by value so that it can
+// live on the caller's stack: at a cache hit the only allocation left is the argument
+// slice with the epoch appended.
+func (f *fence) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (call, error) {
+	c := call{d: d, query: query, send: query, args: args}
 	if d.act == actPass {
 		return c, nil
 	}
-	epoch, hasEpoch := EpochFrom(ctx)
+	// EpochFrom, keeping the interface value: sending it as the epoch argument reuses
+	// the int64 WithEpoch boxed once, where boxing it again would allocate on every
+	// execution (Go only has preallocated boxes for 0…255).
+	epochValue := ctx.Value(epochKey{})
+	epoch, hasEpoch := epochValue.(int64)
 	c.epoch = epoch
 	var err error
 	switch {
@@ -76,7 +82,7 @@ func (f *fence) bind(ctx context.Context, d *decision, query string, args []driv
 		}
 		err = f.unfenced(ctx, d, query)
 	default:
-		err = checkArgs(d, query, epoch, args, c)
+		err = checkArgs(d, query, epoch, args, &c)
 	}
 	if err != nil {
 		if f.policy.Enforce == EnforceShadow {
@@ -84,14 +90,18 @@ func (f *fence) bind(ctx context.Context, d *decision, query string, args []driv
 			c.send, c.args = query, args
 			return c, nil
 		}
-		return nil, err
+		return call{}, err
 	}
 	if f.policy.Enforce == EnforceShadow {
-		return &call{d: d, query: query, send: query, args: args}, nil
+		return call{d: d, query: query, send: query, args: args}, nil
 	}
 	c.send = d.sql
 	c.fence = true
-	c.args = append(args[:len(args):len(args)], driver.NamedValue{Ordinal: len(args) + 1, Value: epoch})
+	// A new slice of exactly the right size: the application's slice must not be
+	// written, and append would round its capacity up to the next size class.
+	c.args = make([]driver.NamedValue, len(args)+1)
+	copy(c.args, args)
+	c.args[len(args)] = driver.NamedValue{Ordinal: len(args) + 1, Value: epochValue}
 	return c, nil
 }
 
@@ -148,47 +158,64 @@ func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error
 		Reason: "a protected write with " + what, Fix: fix}
 }
 
-// explain classifies a fenced write that affected no rows. It runs only on that path,
-// so the normal path costs no extra round trip.
-func (f *fence) explain(ctx context.Context, q driver.QueryerContext, c *call) error {
-	return noteFenced(ctx, f.classify(ctx, q, c))
-}
-
-func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call) error {
+// check runs after a fenced write. A write that affected no rows is classified — a
+// newer epoch on a matching row is a fence, this epoch in strict mode is "already
+// written", no matching row is an ordinary result. With WithExactAccounting, a write
+// that affected rows is also checked for matching rows the fence kept. Only these
+// paths query again; the normal path costs no extra round trip.
+func (f *fence) check(ctx context.Context, q driver.QueryerContext, c *call, affected int64) error {
 	cl := c.d.classify
-	if cl == nil || !c.fence {
+	if cl == nil || !c.fence || affected > 0 && !exactAccounting(ctx) {
 		return nil
 	}
+	return noteFenced(ctx, f.classify(ctx, q, c, affected))
+}
+
+func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call, affected int64) error {
+	cl := c.d.classify
 	t := cl.table
 	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 		Reason: "a newer claim has written the rows this statement matches",
 		Fix:    "this execution is superseded: stop the handler and do not retry with this epoch"}
 	if cl.conflictOnly {
+		if affected > 0 {
+			return nil
+		}
 		fenced.Reason = "every row conflicted with a row written by a newer claim"
 		return fenced
 	}
-	args := make([]driver.NamedValue, len(cl.args))
+	args := make([]driver.NamedValue, len(cl.args)+1)
 	for i, a := range cl.args {
 		if a >= len(c.user) {
 			return nil
 		}
 		args[i] = driver.NamedValue{Ordinal: i + 1, Value: c.user[a].Value}
 	}
+	args[len(cl.args)] = driver.NamedValue{Ordinal: len(args), Value: c.epoch}
 	rows, err := q.QueryContext(ctx, cl.query, args)
 	if err != nil {
-		return fmt.Errorf("sqlfence: explaining a write that affected no rows: %w", err)
+		return fmt.Errorf("sqlfence: checking the rows a fenced write matched: %w", err)
 	}
 	defer rows.Close()
-	dest := make([]driver.Value, 1)
+	dest := make([]driver.Value, 2)
 	if err := rows.Next(dest); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		return fmt.Errorf("sqlfence: explaining a write that affected no rows: %w", err)
+		return fmt.Errorf("sqlfence: checking the rows a fenced write matched: %w", err)
 	}
 	stored, ok := dest[0].(int64)
 	if !ok {
 		return nil // no row matches: an ordinary 0-row result
+	}
+	if affected > 0 {
+		if n, _ := dest[1].(int64); n > 0 {
+			fenced.Reason = "a newer claim has written some of the rows this statement matches; the others were written"
+			fenced.Affected, fenced.Fenced = affected, n
+			fenced.StoredEpoch, fenced.HasStored = stored, stored > c.epoch
+			return fenced
+		}
+		return nil
 	}
 	switch {
 	case stored > c.epoch:
@@ -201,4 +228,10 @@ func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call) 
 			Fix:    "use mode: repeatable for this table if this handler writes a row more than once"}
 	}
 	return nil
+}
+
+// fencedRows wraps the rows of a fenced write with RETURNING, so that an empty result
+// is classified like a write that affected no rows.
+func (f *fence) fencedRows(ctx context.Context, q driver.QueryerContext, rows driver.Rows, c call) driver.Rows {
+	return &fencedRows{inner: rows, explain: func() error { return f.check(ctx, q, &c, 0) }}
 }

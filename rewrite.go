@@ -578,7 +578,7 @@ func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
 		if setEnd < hi && r.toks[setEnd].tok == pg.Token_FROM {
 			from = r.text(setEnd+1, r.clauseEnd(setEnd+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING))
 		}
-		r.top = r.classifier(t, qual, u.WithClause, lo, after, r.text(kw+1, set), from, hasWhere, whereEnd)
+		r.top = r.classifier(t, qual, false, u.WithClause, lo, after, r.text(kw+1, set), from, hasWhere, whereEnd)
 		r.top.setReturning(u.ReturningList)
 	}
 	r.done[u] = true
@@ -617,7 +617,7 @@ func (r *rewriter) delete(d *pg.DeleteStmt, lo, hi int, top bool) *Error {
 		if targetEnd < hi && r.toks[targetEnd].tok == pg.Token_USING {
 			using = r.text(targetEnd+1, r.clauseEnd(targetEnd+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING))
 		}
-		r.top = r.classifier(t, qual, d.WithClause, lo, after, r.text(from+1, targetEnd), using, hasWhere, whereEnd)
+		r.top = r.classifier(t, qual, true, d.WithClause, lo, after, r.text(from+1, targetEnd), using, hasWhere, whereEnd)
 		r.top.setReturning(d.ReturningList)
 	}
 	r.done[d] = true
@@ -651,7 +651,7 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 // pieces: its target, its FROM/USING list and its WHERE, with parameters renumbered
 // so that only those the query uses are sent. A WITH clause is kept only when it is
 // read-only; re-running a data-modifying CTE to explain a result would write twice.
-func (r *rewriter) classifier(t *Table, qual string, w *pg.WithClause, lo, after int, target, from string, hasWhere bool, whereEnd int) *classifier {
+func (r *rewriter) classifier(t *Table, qual string, deleted bool, w *pg.WithClause, lo, after int, target, from string, hasWhere bool, whereEnd int) *classifier {
 	var b strings.Builder
 	if w != nil {
 		for _, c := range w.Ctes {
@@ -663,7 +663,8 @@ func (r *rewriter) classifier(t *Table, qual string, w *pg.WithClause, lo, after
 		b.WriteString(r.text(lo, after))
 		b.WriteByte(' ')
 	}
-	fmt.Fprintf(&b, "SELECT max(%s.%s)::bigint FROM %s", quoteIdent(qual), quoteIdent(t.EpochColumn), target)
+	col := quoteIdent(qual) + "." + quoteIdent(t.EpochColumn)
+	fmt.Fprintf(&b, "SELECT max(%s)::bigint, count(*) FILTER (WHERE %s) FROM %s", col, fencedCondition(col, t, deleted), target)
 	if from != "" {
 		b.WriteString(", ")
 		b.WriteString(from)
@@ -689,6 +690,20 @@ func (r *rewriter) whereText(end int) string {
 		}
 	}
 	return "false"
+}
+
+// epochMarker stands for the epoch parameter in a classifier query until renumber
+// knows its number.
+const epochMarker = "sqlfence_epoch_marker"
+
+// fencedCondition is the condition that, after a write ran, picks out the rows it matched
+// but the fence kept: rows an UPDATE wrote now hold the epoch itself, so a newer one
+// means fenced; rows a DELETE removed are gone, so every remaining match was fenced.
+func fencedCondition(col string, t *Table, deleted bool) string {
+	if deleted {
+		return "NOT (" + col + " " + t.Mode.Operator() + " " + epochMarker + ")"
+	}
+	return col + " > " + epochMarker
 }
 
 // renumber rewrites the parameters of query to $1..$n in order of first use and
@@ -721,7 +736,7 @@ func renumber(t *Table, query string) *classifier {
 		at = int(tk.End)
 	}
 	b.WriteString(query[at:])
-	c.query = b.String()
+	c.query = strings.ReplaceAll(b.String(), epochMarker, "$"+strconv.Itoa(len(c.args)+1)+"::bigint")
 	return c
 }
 
@@ -979,7 +994,8 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 		if m.WithClause != nil {
 			b.WriteString(r.text(lo, after) + " ")
 		}
-		fmt.Fprintf(&b, "SELECT max(%s.%s)::bigint FROM %s JOIN %s ON (%s)", quoteIdent(qual), col,
+		qcol := quoteIdent(qual) + "." + col
+		fmt.Fprintf(&b, "SELECT max(%s)::bigint, count(*) FILTER (WHERE %s) FROM %s JOIN %s ON (%s)", qcol, fencedCondition(qcol, t, false),
 			r.text(r.find(after, hi, base, pg.Token_INTO)+1, using), source, cond)
 		if m.WithClause == nil || readOnlyWith(m.WithClause) {
 			r.top = renumber(t, b.String())

@@ -36,13 +36,13 @@ func (s *stmt) NumInput() int {
 
 var errUnfencedPrepared = errors.New("sqlfence.Unfenced cannot run a prepared protected write: its text carries the fence; run it with ExecContext instead")
 
-func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (*call, error) {
+func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error) {
 	c, err := s.conn.fence.bind(ctx, s.d, s.query, args)
 	if err != nil {
-		return nil, err
+		return call{}, err
 	}
 	if !c.fence && s.d.act == actRewrite {
-		return nil, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
+		return call{}, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
 	}
 	return c, nil
@@ -70,9 +70,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, err
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	if n, err := res.RowsAffected(); err == nil && (n == 0 || s.d.classify != nil && exactAccounting(ctx)) {
 		if q, ok := s.conn.inner.(driver.QueryerContext); ok {
-			if err := s.conn.fence.explain(ctx, q, c); err != nil {
+			if err := s.conn.fence.check(ctx, q, &c, n); err != nil {
 				return nil, err
 			}
 		}
@@ -95,7 +95,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err != nil || !ok || s.d.classify == nil || !s.d.classify.returning {
 		return rows, err
 	}
-	return &fencedRows{inner: rows, explain: func() error { return s.conn.fence.explain(ctx, q, c) }}, nil
+	return s.conn.fence.fencedRows(ctx, q, rows, c), nil
 }
 
 // CheckNamedValue forwards to the statement, then the connection, as database/sql
