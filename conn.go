@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
@@ -157,4 +158,28 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 		return n.CheckNamedValue(nv)
 	}
 	return driver.ErrSkip
+}
+
+// RawConn returns the inner driver connection behind a sqlfence connection, for code
+// inside sql.Conn.Raw that needs the driver itself (pgx's *stdlib.Conn and its
+// Conn(), CopyFrom, ...). Whatever runs on it bypasses the fence, so it is handed out
+// only on the explicit unfenced path: ctx must come from Unfenced and the policy must
+// say `unfenced: allow`.
+//
+//	err := conn.Raw(func(dc any) error {
+//		inner, err := sqlfence.RawConn(sqlfence.Unfenced(ctx, "bulk load, ticket 42"), dc)
+//		...
+//	})
+func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
+	c, ok := driverConn.(*conn)
+	if !ok {
+		return nil, fmt.Errorf("sqlfence: RawConn: %T is not a sqlfence connection; call it inside sql.Conn.Raw of a sqlfence DB", driverConn)
+	}
+	reason, ok := unfencedReason(ctx)
+	if !ok || !c.fence.policy.AllowUnfenced {
+		return nil, &Error{Kind: ErrUnfenced, Reason: "the raw driver connection bypasses the fence",
+			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
+	}
+	c.fence.log.WarnContext(ctx, "sqlfence: raw connection handed out", "reason", reason)
+	return c.inner, nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/claimctx"
@@ -588,6 +588,46 @@ func TestExactAccounting(t *testing.T) {
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			t.Fatalf("%s without exact accounting: %d rows, want 1", stmt, n)
+		}
+	}
+}
+
+// TestRawConn: sql.Conn.Raw gives sqlfence's connection, not pgx's; the pgx one is
+// reachable only on the explicit unfenced path.
+func TestRawConn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		policy string
+		ctx    context.Context
+		ok     bool
+	}{
+		{"version: 1\ntables: [inventory]\n", ctx, false},
+		{"version: 1\ntables: [inventory]\n", sqlfence.Unfenced(ctx, "test"), false},
+		{"version: 1\ntables: [inventory]\nunfenced: allow\n", ctx, false},
+		{"version: 1\ntables: [inventory]\nunfenced: allow\n", sqlfence.Unfenced(ctx, "test"), true},
+	} {
+		f := newFixture(t, writePolicy(t, c.policy))
+		conn, err := f.fenced.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = conn.Raw(func(dc any) error {
+			if _, isPgx := dc.(*stdlib.Conn); isPgx {
+				t.Error("sql.Conn.Raw handed out pgx's connection directly")
+			}
+			inner, err := sqlfence.RawConn(c.ctx, dc)
+			if err != nil {
+				return err
+			}
+			if _, isPgx := inner.(*stdlib.Conn); !isPgx {
+				t.Errorf("RawConn returned %T", inner)
+			}
+			return nil
+		})
+		conn.Close()
+		if c.ok != (err == nil) || err != nil && !errors.Is(err, sqlfence.ErrUnfenced) {
+			t.Errorf("policy %q: RawConn err = %v", c.policy, err)
 		}
 	}
 }
