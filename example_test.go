@@ -1,0 +1,39 @@
+package sqlfence_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sqlfence/sqlfence"
+)
+
+// Plan shows what the driver sends for a statement, without a database: the
+// application's text with the fence inserted, the epoch as one more parameter.
+func ExamplePolicy_Plan() {
+	policy, err := sqlfence.ParsePolicy([]byte("version: 1\ntables:\n  - name: inventory\n"), "example.yaml")
+	if err != nil {
+		panic(err)
+	}
+	plan := policy.Plan(`UPDATE inventory SET quantity = quantity - $2 /* app=worker */ WHERE sku = $1`)
+	fmt.Println(plan.Fenced)
+	fmt.Println("epoch parameter:", plan.EpochParam)
+
+	plan = policy.Plan(`SELECT quantity FROM inventory WHERE sku = $1`)
+	fmt.Printf("read: %q\n", plan.Fenced)
+
+	plan = policy.Plan(`TRUNCATE inventory`)
+	fmt.Println(errors.Is(plan.Err, sqlfence.ErrRefused))
+	// Output:
+	// UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint /* app=worker */ WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint
+	// epoch parameter: 3
+	// read: ""
+	// true
+}
+
+// A policy error names the file, the line and what is allowed.
+func ExampleParsePolicy_error() {
+	_, err := sqlfence.ParsePolicy([]byte("version: 1\nmode: strcit\ntables: [inventory]\n"), "sqlfence.yaml")
+	fmt.Println(err)
+	// Output:
+	// sqlfence: policy sqlfence.yaml line 2: mode must be one of strict, repeatable; got "strcit"
+}
