@@ -654,11 +654,8 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 func (r *rewriter) classifier(t *Table, qual string, deleted bool, w *pg.WithClause, lo, after int, target, from string, hasWhere bool, whereEnd int) *classifier {
 	var b strings.Builder
 	if w != nil {
-		for _, c := range w.Ctes {
-			q := c.GetCommonTableExpr().GetCtequery()
-			if q.GetSelectStmt() == nil || hasWrite(q) {
-				return nil
-			}
+		if !readOnlyWith(w) {
+			return nil
 		}
 		b.WriteString(r.text(lo, after))
 		b.WriteByte(' ')
