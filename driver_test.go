@@ -528,6 +528,10 @@ func TestClaimDiscipline(t *testing.T) {
 		`UPDATE jobs SET status = 'claimed' WHERE id = 1`,
 		`UPDATE jobs SET lease_epoch = 99 WHERE id = 1`,
 		`INSERT INTO jobs (id, status) VALUES (2, 'claimed')`,
+		`INSERT INTO jobs VALUES (5, 'claimed', 99, NULL)`,
+		`INSERT INTO jobs SELECT 6, 'claimed', 99, NULL`,
+		`MERGE INTO jobs j USING (SELECT 7 AS id) s ON j.id = s.id WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'claimed', 99, NULL)`,
+		`COPY jobs FROM STDIN`,
 	} {
 		if _, err := f.fenced.ExecContext(ctx, stmt); !errors.Is(err, sqlfence.ErrRefused) || !strings.Contains(err.Error(), "claim helpers") {
 			t.Errorf("%s: err = %v, want a refusal pointing at the claim helpers", stmt, err)

@@ -183,13 +183,18 @@ func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
 		return nil
 	}
 	var found *ClaimTable
-	check := func(rv *pg.RangeVar, lists ...[]*pg.Node) {
+	// allColumns: an INSERT without a column list writes every column, the claim
+	// columns included.
+	check := func(rv *pg.RangeVar, allColumns bool, lists ...[]*pg.Node) {
 		if rv == nil || found != nil {
 			return
 		}
 		c := p.MatchClaim(rv.Schemaname, rv.Relname)
 		if c == nil {
 			return
+		}
+		if allColumns {
+			found = c
 		}
 		for _, l := range lists {
 			for _, n := range l {
@@ -202,13 +207,16 @@ func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
 	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
 		switch s := m.Interface().(type) {
 		case *pg.UpdateStmt:
-			check(s.Relation, s.TargetList)
+			check(s.Relation, false, s.TargetList)
 		case *pg.InsertStmt:
-			check(s.Relation, s.Cols, s.OnConflictClause.GetTargetList())
+			check(s.Relation, len(s.Cols) == 0 && s.SelectStmt != nil, s.Cols, s.OnConflictClause.GetTargetList())
 		case *pg.MergeStmt:
 			for _, w := range s.MergeWhenClauses {
-				check(s.Relation, w.GetMergeWhenClause().GetTargetList())
+				c := w.GetMergeWhenClause()
+				check(s.Relation, c.GetCommandType() == pg.CmdType_CMD_INSERT && len(c.GetTargetList()) == 0 && len(c.GetValues()) > 0, c.GetTargetList())
 			}
+		case *pg.CopyStmt:
+			check(s.Relation, s.IsFrom)
 		}
 		return found == nil
 	})

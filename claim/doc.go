@@ -1,0 +1,116 @@
+// Package claim is where epochs come from: helpers that claim a job on the
+// arbiter — the PostgreSQL database that serialises claims — and hand the
+// handler a context carrying the claim's epoch, for sqlfence to stamp on every
+// protected write.
+//
+// # The model
+//
+// A claim is one conditional statement. It succeeds only if the job is free
+// (pending, or held by a lease that ran out), and it draws a new epoch in the
+// same statement, under the job row's lock, so two claimers never get the
+// same epoch and each claim of a job gets a higher epoch than the last. The
+// epoch is a counter kept by the arbiter, never a clock reading: clocks on
+// two machines disagree, and a clock that steps back would hand out a token
+// lower than one already accepted.
+//
+// The lease is the other half. A claim holds its job until lease_expires_at;
+// a keeper goroutine renews it while the handler runs, and every renewal,
+// completion and release is itself conditional on the row still holding this
+// claim's epoch. A worker paused past its lease (a GC pause, a migrated VM, a
+// SIGSTOP) wakes to find that it can no longer renew, complete or release,
+// and — through sqlfence — no longer write a protected row its successor
+// wrote: each of those is refused with an error matching sqlfence.ErrFenced.
+//
+//	jobs, err := claim.NewJobs(claim.JobsConfig{Returning: []string{"sku", "qty"}})
+//	...
+//	var sku string
+//	var qty int
+//	lease, err := jobs.ClaimNext(ctx, db, &sku, &qty)
+//	if errors.Is(err, claim.ErrNoJob) {
+//		return nil // nothing to do: poll again later
+//	}
+//	defer lease.Stop() // a panic or early return must not leave the keeper renewing
+//
+//	ctx := lease.Context() // carries the epoch; cancelled when the execution must stop
+//	_, err = fenced.ExecContext(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE sku = $1`, sku, qty)
+//	switch {
+//	case err == nil:
+//		err = lease.Complete(context.Background())
+//	case errors.Is(err, sqlfence.ErrFenced):
+//		// A newer claim wrote the row. If this claim still holds the job, hand
+//		// it to a fresh claim; if it was superseded, the release is fenced too
+//		// and the successor finishes the job.
+//		err = lease.Release(context.Background(), 0)
+//	}
+//
+// # Completing with the writes
+//
+// Fencing guarantees that a superseded execution cannot write after its
+// successor; it cannot undo what the execution wrote while it still held the
+// job. A handler that writes and then completes leaves a gap: its lease can
+// run out between the two, and a successor repeats the work. Lease.CompleteIn
+// closes it by completing inside the handler's transaction: the writes and
+// "job done" commit together, and a superseded execution's completion is
+// refused, rolling its writes back with it. examples/worker does this.
+//
+// # One context stops the handler
+//
+// Lease.Context is cancelled when the execution has to stop, whatever the
+// reason: a write through sqlfence was fenced (cause: the *sqlfence.Error), a
+// renewal was refused or the lease ran out (cause: *LostError, ErrLeaseLost),
+// or the lease was completed, released or stopped (cause: ErrEnded). The fence
+// and the keeper cancel through the same function (sqlfence.OnFenced), so a
+// handler watches one context and reads context.Cause to learn why. Complete,
+// Release and Stop stop the keeper and cancel the context, so a lease that
+// ends without a fence leaves no goroutine behind.
+//
+// # Three epoch sources
+//
+// Jobs claims rows of a jobs table (status, lease_epoch, lease_expires_at,
+// available_at; every name configurable). Its epoch comes from one of two
+// sources:
+//
+//   - GlobalEpoch (the default): a PostgreSQL sequence shared by every job,
+//     stored in the job's lease_epoch column so that renewals and completion
+//     are fenced on it. Epochs of different jobs are comparable, so the
+//     fencing is sound however jobs share rows. The trade-off: a newer claim's
+//     write fences an older claim that is still valid. When jobs 1 (epoch 7)
+//     and 2 (epoch 8) both update one inventory row and job 2 writes first,
+//     job 1's write is fenced although job 1 was never superseded; its handler
+//     aborts, releases, and the job runs again under a fresh epoch. Under
+//     contention on shared rows that is a retry, never a lost update.
+//
+//   - PerJobEpoch: lease_epoch + 1 on the job's own row, the background
+//     document's claim. Per-job epochs are only sound when each protected
+//     row is written by one job's executions. Epochs of different jobs are
+//     unrelated: if job A at epoch 5 writes a row, job B's first claim (epoch
+//     1) is fenced from that row forever, and a stale execution of job C at
+//     epoch 9 overwrites what B or A wrote. Use it only when every protected
+//     row belongs to exactly one job (a job per account, per document).
+//
+// Ledger is the third source: a claim table (job_id, lease_epoch, status,
+// lease_expires_at) for queues that give out only an opaque receipt and a
+// receive count, such as SQS. The application's database becomes the arbiter
+// although the queue is remote: a worker that receives a message claims its
+// job id in the claim table, under the same conditional-update discipline and
+// either epoch source, and acknowledges the message with the receipt.
+//
+// # Claim discipline
+//
+// Every statement the helpers run is marked (internal/claimctx) so that
+// sqlfence can refuse any other write to a claim table's epoch or status
+// columns: one job type claimed by a plain status update would carry no epoch,
+// and its writes would look like epoch zero to every comparison. Enqueue jobs
+// with an INSERT that leaves status and the epoch to their defaults.
+//
+// # Keeping the counters honest
+//
+// Epochs only ever grow. Restoring the jobs table from a backup, moving a
+// sequence back (setval), or switching a table from PerJobEpoch to
+// GlobalEpoch while its lease_epoch values exceed the sequence can hand out an
+// epoch lower than one already written, which lets a stale execution write
+// again. Before such a change, set the sequence above every stored epoch
+// (SELECT setval('sqlfence_epoch', max(...)) over the jobs' and the protected
+// rows' epochs). The sequence must keep CACHE 1 and NO CYCLE, as Schema
+// creates it.
+package claim

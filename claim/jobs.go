@@ -1,0 +1,248 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sqlfence/sqlfence/internal/claimctx"
+)
+
+// JobsConfig describes a jobs table: one row per job, claimed by the
+// conditional UPDATE of the background document. Zero fields take the
+// defaults, so JobsConfig{} is the table Schema creates, with global epochs.
+type JobsConfig struct {
+	// Table is the jobs table, written as in SQL ("jobs", "app.jobs",
+	// `"Jobs"`). Default "jobs".
+	Table   string
+	Columns JobColumns
+	// Epochs is where epochs come from. The zero value is GlobalEpoch.
+	Epochs EpochSource
+	// Sequence is GlobalEpoch's sequence. Default DefaultSequence.
+	Sequence string
+	// Lease is how long a claim holds its job without renewal. Default
+	// DefaultLease.
+	Lease time.Duration
+	// RenewEvery is how often the keeper renews the lease. Default Lease/3;
+	// negative disables the keeper (then call Lease.Renew yourself).
+	RenewEvery time.Duration
+	// Returning lists columns the claim statement also returns, scanned into
+	// the dest arguments of Claim and ClaimNext: the job's payload, in the
+	// same round trip as the claim.
+	Returning []string
+}
+
+// JobColumns names the columns the claim reads and writes. Empty fields take
+// the defaults in brackets. The helpers write the status values 'pending',
+// 'claimed' and 'done'.
+type JobColumns struct {
+	ID          string // the job's key [id]
+	Status      string // text: pending, claimed, done [status]
+	Epoch       string // bigint: the last claim's epoch [lease_epoch]
+	ExpiresAt   string // timestamptz: the last claim's lease end [lease_expires_at]
+	AvailableAt string // timestamptz: when a pending job becomes claimable [available_at]
+}
+
+// Jobs claims jobs from a jobs table. It is safe for concurrent use.
+type Jobs struct {
+	t         table
+	schema    string
+	claimSQL  string // $1 id, $2 lease µs
+	nextSQL   string // $1 lease µs
+	returning int
+}
+
+// NewJobs checks cfg and prepares the claim statements for its table.
+func NewJobs(cfg JobsConfig) (*Jobs, error) {
+	j := &Jobs{t: table{kind: "jobs table"}}
+	seq, err := leaseConfig(&j.t, cfg.Epochs, cfg.Sequence, cfg.Lease, cfg.RenewEvery)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Table == "" {
+		cfg.Table = "jobs"
+	}
+	if j.t.name, err = parseName("jobs table", cfg.Table, 2); err != nil {
+		return nil, err
+	}
+	c := cfg.Columns
+	var id, status, epoch, expires, avail name
+	seen := map[string]string{}
+	for _, col := range []struct {
+		dst        *name
+		field, val string
+		def        string
+	}{
+		{&id, "ID", c.ID, "id"},
+		{&status, "Status", c.Status, "status"},
+		{&epoch, "Epoch", c.Epoch, "lease_epoch"},
+		{&expires, "ExpiresAt", c.ExpiresAt, "lease_expires_at"},
+		{&avail, "AvailableAt", c.AvailableAt, "available_at"},
+	} {
+		if col.val == "" {
+			col.val = col.def
+		}
+		if *col.dst, err = parseName(col.field+" column", col.val, 1); err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[col.dst.parts[0]]; dup {
+			return nil, fmt.Errorf("claim: columns %s and %s are both %q; each role needs its own column", prev, col.field, col.dst.parts[0])
+		}
+		seen[col.dst.parts[0]] = col.field
+	}
+	ret := []string{id.sql, epoch.sql, expires.sql}
+	for _, r := range cfg.Returning {
+		n, err := parseName("Returning column", r, 1)
+		if err != nil {
+			return nil, err
+		}
+		ret = append(ret, n.sql)
+	}
+	j.returning = len(cfg.Returning)
+
+	T := j.t.name.sql
+	next := epoch.sql + " + 1"
+	if cfg.Epochs == GlobalEpoch {
+		next = nextvalSQL(seq)
+	}
+	// A job is claimable when it is pending and due, or claimed by a lease
+	// that ran out. now() is the arbiter's clock: the one clock every
+	// claimer reads, used for leases only — the epoch never comes from it.
+	claimable := fmt.Sprintf("((%[1]s = 'pending' AND %[2]s <= now()) OR (%[1]s = 'claimed' AND %[3]s < now()))",
+		status.sql, avail.sql, expires.sql)
+	// The epoch expression sits in SET, which PostgreSQL evaluates once it
+	// holds the row lock (re-evaluating it if a concurrent claim got there
+	// first), so each claim's epoch is drawn after the previous claim of the
+	// job committed: strictly greater, from either source.
+	set := func(leaseParam int) string {
+		return fmt.Sprintf("SET %s = 'claimed', %s = %s, %s = now() + $%d::bigint * interval '1 microsecond'",
+			status.sql, epoch.sql, next, expires.sql, leaseParam)
+	}
+	returning := " RETURNING " + strings.Join(ret, ", ")
+
+	j.claimSQL = fmt.Sprintf("UPDATE %s %s WHERE %s = $1 AND %s%s", T, set(2), id.sql, claimable, returning)
+	// SKIP LOCKED lets concurrent workers pick different jobs instead of
+	// queueing on one; the outer WHERE repeats the condition so the UPDATE
+	// stays a conditional claim on its own.
+	j.nextSQL = fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[4]s ORDER BY %[5]s, %[3]s LIMIT 1 FOR UPDATE SKIP LOCKED) AND %[4]s%[6]s",
+		T, set(1), id.sql, claimable, avail.sql, returning)
+
+	held := fmt.Sprintf("WHERE %s = $1 AND %s = $2::bigint AND %s = 'claimed'", id.sql, epoch.sql, status.sql)
+	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s", T, expires.sql, held, expires.sql)
+	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s", T, status.sql, held)
+	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s", T, status.sql, avail.sql, held)
+	j.t.inspectSQL = fmt.Sprintf("SELECT %s::text, %s, %s, %s, now() FROM %s WHERE %s = $1", status.sql, epoch.sql, expires.sql, avail.sql, T, id.sql)
+
+	var b strings.Builder
+	if cfg.Epochs == GlobalEpoch {
+		b.WriteString(sequenceDDL(seq))
+	}
+	fmt.Fprintf(&b, `CREATE TABLE IF NOT EXISTS %[1]s (
+	%[2]s bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	%[3]s text NOT NULL DEFAULT 'pending' CHECK (%[3]s IN ('pending', 'claimed', 'done')),
+	%[4]s bigint NOT NULL DEFAULT 0 CHECK (%[4]s >= 0),
+	%[5]s timestamptz,
+	%[6]s timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS %[7]s ON %[1]s (%[6]s, %[2]s) WHERE %[3]s = 'pending';
+CREATE INDEX IF NOT EXISTS %[8]s ON %[1]s (%[5]s) WHERE %[3]s = 'claimed';
+`, T, id.sql, status.sql, epoch.sql, expires.sql, avail.sql, indexName(j.t.name, "_pending_idx"), indexName(j.t.name, "_claimed_idx"))
+	j.schema = b.String()
+	return j, nil
+}
+
+// sequenceDDL creates a global epoch sequence. NO CYCLE and CACHE 1 are
+// PostgreSQL's defaults, spelled out because each is load-bearing: a cycling
+// sequence restarts epochs at 1, and a cached one lets a session hand out a
+// value below one another session already used.
+func sequenceDDL(seq name) string {
+	return fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s AS bigint MINVALUE 1 NO CYCLE CACHE 1;\n", seq.sql)
+}
+
+// Schema returns DDL that creates the jobs table (with the configured names)
+// and, for GlobalEpoch, the sequence; it does nothing to objects that exist.
+// Add the job's payload columns to the table, or give the configured columns
+// to an existing table.
+func (j *Jobs) Schema() string { return j.schema }
+
+// Table returns the jobs table's name as PostgreSQL resolves it.
+func (j *Jobs) Table() string { return j.t.name.String() }
+
+// ClaimNext claims the next claimable job, oldest available first, and
+// returns its Lease; ErrNoJob when there is none. dest receives the
+// configured Returning columns.
+//
+// ctx becomes the parent of the handler's context (Lease.Context), so
+// cancelling it stops the handler and the keeper.
+func (j *Jobs) ClaimNext(ctx context.Context, db DB, dest ...any) (*Lease, error) {
+	if err := j.checkDest(dest); err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.nextSQL, micros(j.t.lease)), dest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoJob
+	}
+	return l, err
+}
+
+// Claim claims the job with the given id and returns its Lease. A job that is
+// not claimable — held by a live lease, not yet available, done, missing —
+// gives a *NotClaimableError (ErrNotClaimable; also ErrDone for a done job).
+func (j *Jobs) Claim(ctx context.Context, db DB, id any, dest ...any) (*Lease, error) {
+	if err := j.checkDest(dest); err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.claimSQL, id, micros(j.t.lease)), dest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, j.t.notClaimable(ctx, db, id)
+	}
+	return l, err
+}
+
+func (j *Jobs) checkDest(dest []any) error {
+	if len(dest) != j.returning {
+		return fmt.Errorf("claim: %d dest arguments for %d Returning columns of the jobs table %s", len(dest), j.returning, j.t.name)
+	}
+	return nil
+}
+
+func (j *Jobs) scan(ctx context.Context, db DB, sent time.Time, row *sql.Row, dest []any) (*Lease, error) {
+	var (
+		id    any
+		epoch int64
+		exp   time.Time
+	)
+	if err := row.Scan(append([]any{&id, &epoch, &exp}, dest...)...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w", j.t.name, err)
+	}
+	return newLease(ctx, &j.t, db, id, epoch, exp, sent), nil
+}
+
+// notClaimable reads the row a refused claim was about, for the error.
+func (t *table) notClaimable(ctx context.Context, db DB, id any) error {
+	e := &NotClaimableError{Table: t.name.String(), JobID: id}
+	var exp, avail sql.NullTime
+	err := db.QueryRowContext(claimctx.With(ctx), t.inspectSQL, id).Scan(&e.Status, &e.Epoch, &exp, &avail, &e.Now)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return e
+	case err != nil:
+		return fmt.Errorf("claim: job %v in table %s was not claimable, and reading why failed: %w", id, t.name, err)
+	}
+	e.Found, e.ExpiresAt = true, exp.Time
+	switch e.Status {
+	case statusPending:
+		e.AvailableAt = avail.Time
+	case statusReleased: // a claim table's release: claimable again from its lease end
+		e.AvailableAt, e.ExpiresAt = exp.Time, time.Time{}
+	}
+	return e
+}
