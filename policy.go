@@ -99,9 +99,9 @@ type QualifiedName struct{ Schema, Name string }
 // would not read it back unchanged without quotes.
 func (q QualifiedName) String() string {
 	if q.Schema == "" {
-		return quoteNamePart(q.Name)
+		return quoteIdent(q.Name)
 	}
-	return quoteNamePart(q.Schema) + "." + quoteNamePart(q.Name)
+	return quoteIdent(q.Schema) + "." + quoteIdent(q.Name)
 }
 
 // ClaimTable is a table claims are made on.
@@ -856,24 +856,3 @@ func truncatePolicyIdent(s string) string {
 	return s[:n]
 }
 
-// quoteNamePart quotes a part unless PostgreSQL would read it back unchanged
-// without quotes.
-func quoteNamePart(s string) string {
-	if s != "" && isPlainNamePart(s) {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-func isPlainNamePart(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_' || 'a' <= c && c <= 'z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '$'):
-		default:
-			return false
-		}
-	}
-	return true
-}
