@@ -855,4 +855,3 @@ func truncatePolicyIdent(s string) string {
 	}
 	return s[:n]
 }
-
