@@ -177,6 +177,13 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 
 // NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
 // test fake) so that every connection it makes is fenced by p.
+//
+// With the database-side guard (sqlfence guard) installed, the inner connector's
+// sessions must carry the setting GuardSetting = on, as the registered driver's do;
+// with pgx, set it in the startup message, where it costs no round trip:
+//
+//	cfg.RuntimeParams[sqlfence.GuardSetting] = "on"
+//	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), policy))
 func NewConnector(inner driver.Connector, p *Policy) driver.Connector {
 	c := &connector{inner: inner}
 	if p == nil {

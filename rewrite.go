@@ -1424,6 +1424,9 @@ type Plan struct {
 	EpochParam int
 	// Err is the *Error (matching ErrRefused) when sqlfence refuses the statement.
 	Err error
+	// ClaimTable names the claim table whose status or epoch column the statement
+	// writes: the driver sends it only from the claim helpers, and refuses it otherwise.
+	ClaimTable string
 }
 
 // Plan decides what sqlfence would do with query, without a database.
@@ -1444,6 +1447,9 @@ func (p *Policy) Plan(query string) Plan {
 	}
 	if d.act == actRewrite {
 		out.Fenced, out.EpochParam = d.sql, d.epochParam
+	}
+	if d.claim != nil {
+		out.ClaimTable = d.claim.QualifiedName.String()
 	}
 	return out
 }

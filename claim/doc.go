@@ -109,8 +109,8 @@
 // sequence back (setval), or switching a table from PerJobEpoch to
 // GlobalEpoch while its lease_epoch values exceed the sequence can hand out an
 // epoch lower than one already written, which lets a stale execution write
-// again. Before such a change, set the sequence above every stored epoch
-// (SELECT setval('sqlfence_epoch', max(...)) over the jobs' and the protected
-// rows' epochs). The sequence must keep CACHE 1 and NO CYCLE, as Schema
-// creates it.
+// again. After such a change, run `sqlfence audit --fix`: it finds rows whose
+// epoch is above the counter and raises the counter past them in one
+// transaction, holding off concurrent claims (a bare setval can race with them).
+// The sequence must keep CACHE 1 and NO CYCLE, as Schema creates it.
 package claim

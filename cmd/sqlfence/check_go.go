@@ -1,0 +1,295 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence"
+)
+
+// queryArg says which argument of a method call is the SQL text, by method name and
+// argument count. Go code is checked syntactically: the receiver's type is not known,
+// so the names are those of database/sql (DB, Tx, Conn, Stmt) and pgx (Conn, Pool, Tx,
+// Batch), and only constant strings are read.
+func queryArg(method string, nargs int) (int, bool) {
+	switch method {
+	case "Exec", "Query", "QueryRow":
+		// database/sql: Exec(query, args...); pgx: Exec(ctx, sql, args...). The
+		// first constant string is the query.
+		return -1, nargs >= 1
+	case "ExecContext", "QueryContext", "QueryRowContext":
+		return 1, nargs >= 2
+	case "Prepare":
+		if nargs == 3 {
+			return 2, true // pgx: Prepare(ctx, name, sql)
+		}
+		return 0, nargs == 1
+	case "PrepareContext":
+		return 1, nargs == 2
+	case "Queue":
+		return 0, nargs >= 1 // pgx Batch.Queue(sql, args...)
+	}
+	return 0, false
+}
+
+// goFile is a parsed Go source file.
+type goFile struct {
+	path string
+	src  []byte
+	file *ast.File
+	fset *token.FileSet
+}
+
+// checkGoFiles lints the SQL string constants of Go files, which go through the
+// driver: a finding is a statement the driver would refuse.
+func checkGoFiles(paths []string, pol *sqlfence.Policy, res *checkResult) {
+	// Constants are resolved across the files of one package directory.
+	byDir := map[string][]string{}
+	var dirs []string
+	for _, p := range paths {
+		d := filepath.Dir(p)
+		if _, ok := byDir[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], p)
+	}
+	for _, d := range dirs {
+		fset := token.NewFileSet()
+		var files []*goFile
+		consts := map[string]map[string]ast.Expr{} // package name → constant name → value
+		for _, p := range byDir[d] {
+			src, err := os.ReadFile(p)
+			if err != nil {
+				res.Errors = append(res.Errors, fileError{File: p, Message: err.Error()})
+				continue
+			}
+			f, err := parser.ParseFile(fset, p, src, parser.ParseComments|parser.SkipObjectResolution)
+			if err != nil {
+				res.Errors = append(res.Errors, fileError{File: p, Message: "cannot parse Go source: " + err.Error()})
+				continue
+			}
+			res.Files++
+			files = append(files, &goFile{path: p, src: src, file: f, fset: fset})
+			pkg := f.Name.Name
+			if consts[pkg] == nil {
+				consts[pkg] = map[string]ast.Expr{}
+			}
+			collectConsts(f, consts[pkg])
+		}
+		for _, f := range files {
+			checkGoFile(f, consts[f.file.Name.Name], pol, res)
+		}
+	}
+}
+
+// ambiguousConst marks a constant name declared more than once in a package (in
+// different functions): it is not resolved.
+var ambiguousConst = &ast.BadExpr{}
+
+func collectConsts(f *ast.File, out map[string]ast.Expr) {
+	ast.Inspect(f, func(n ast.Node) bool {
+		g, ok := n.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			return true
+		}
+		for _, s := range g.Specs {
+			vs, ok := s.(*ast.ValueSpec)
+			if !ok || len(vs.Values) != len(vs.Names) {
+				continue
+			}
+			for i, name := range vs.Names {
+				if _, dup := out[name.Name]; dup {
+					out[name.Name] = ambiguousConst
+				} else {
+					out[name.Name] = vs.Values[i]
+				}
+			}
+		}
+		return true
+	})
+}
+
+// constString evaluates a constant string expression: literals, + of constant
+// strings, parentheses and the package's constants.
+func constString(e ast.Expr, consts map[string]ast.Expr, depth int) (string, bool) {
+	if depth > 50 {
+		return "", false
+	}
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.ParenExpr:
+		return constString(e.X, consts, depth+1)
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return "", false
+		}
+		a, ok := constString(e.X, consts, depth+1)
+		if !ok {
+			return "", false
+		}
+		b, ok := constString(e.Y, consts, depth+1)
+		return a + b, ok
+	case *ast.Ident:
+		v, ok := consts[e.Name]
+		if !ok || v == ambiguousConst {
+			return "", false
+		}
+		return constString(v, consts, depth+1)
+	}
+	return "", false
+}
+
+func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, res *checkResult) {
+	ln := newLines(f.src)
+	off := func(p token.Pos) int { return f.fset.Position(p).Offset }
+
+	// Suppressions apply to calls that start on the comment's line or the next one.
+	var all []*suppression
+	byLine := map[int][]*suppression{}
+	for _, g := range f.file.Comments {
+		for _, c := range g.List {
+			reason, ok := parseIgnore(c.Text)
+			if !ok {
+				continue
+			}
+			s := &suppression{file: f.path, reason: reason}
+			s.line, s.col = ln.pos(off(c.Pos()))
+			s.endLine, s.endCol = ln.pos(off(c.End()))
+			all = append(all, s)
+			byLine[s.line] = append(byLine[s.line], s)
+			byLine[s.line+1] = append(byLine[s.line+1], s)
+		}
+	}
+	suppressionFor := func(line int) *suppression {
+		s := byLine[line]
+		if len(s) == 0 {
+			return nil
+		}
+		for _, x := range s {
+			x.used = true
+		}
+		for _, x := range s {
+			if x.reason != "" {
+				return x
+			}
+		}
+		return s[0]
+	}
+
+	ast.Inspect(f.file, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		callLine, _ := ln.pos(off(call.Pos()))
+		if sel.Sel.Name == "CopyFrom" && len(call.Args) >= 2 {
+			if fnd, bad := copyFromFinding(call.Args[1], consts, pol); bad {
+				fnd.File = f.path
+				fnd.Line, fnd.Column = ln.pos(off(call.Pos()))
+				fnd.EndLine, fnd.EndColumn = ln.pos(off(call.End()))
+				res.Statements++
+				report(res, fnd, suppressionFor(callLine))
+			}
+			return true
+		}
+		idx, ok := queryArg(sel.Sel.Name, len(call.Args))
+		if !ok {
+			return true
+		}
+		var (
+			arg   ast.Expr
+			query string
+		)
+		if idx >= 0 {
+			if s, ok := constString(call.Args[idx], consts, 0); ok {
+				arg, query = call.Args[idx], s
+			}
+		} else {
+			for _, a := range call.Args[:min(2, len(call.Args))] {
+				if s, ok := constString(a, consts, 0); ok {
+					arg, query = a, s
+					break
+				}
+			}
+		}
+		if arg == nil {
+			return true
+		}
+		// Strings that are not SQL at all (a method of another package that happens
+		// to be called Query) are not the linter's business.
+		if _, err := pg.Parse(query); err != nil || strings.TrimSpace(query) == "" {
+			return true
+		}
+		res.Statements++
+		plan := pol.Plan(query)
+		if plan.Err == nil {
+			return true
+		}
+		table, msg := refusal(plan.Err)
+		fnd := finding{File: f.path, Rule: "refused", Table: table,
+			Message: "the sqlfence driver refuses this statement: " + msg, Statement: excerpt(query)}
+		start, stop := off(arg.Pos()), off(arg.End())
+		// In a single raw string literal, point at the statement itself.
+		if lit, ok := arg.(*ast.BasicLit); ok && strings.HasPrefix(lit.Value, "`") && !strings.Contains(lit.Value, "\r") {
+			body := lit.Value[1 : len(lit.Value)-1]
+			lead := len(body) - len(strings.TrimLeft(body, " \t\n"))
+			trail := len(strings.TrimRight(body, " \t\n;"))
+			if trail > lead {
+				start, stop = start+1+lead, start+1+trail
+			}
+		}
+		fnd.Line, fnd.Column = ln.pos(start)
+		fnd.EndLine, fnd.EndColumn = ln.pos(stop)
+		report(res, fnd, suppressionFor(callLine))
+		return true
+	})
+	settle(res, all)
+}
+
+// copyFromFinding reports pgx's CopyFrom(ctx, pgx.Identifier{...}, ...) into a
+// protected table: COPY cannot carry an epoch.
+func copyFromFinding(arg ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Policy) (finding, bool) {
+	lit, ok := arg.(*ast.CompositeLit)
+	if !ok || len(lit.Elts) == 0 || len(lit.Elts) > 2 {
+		return finding{}, false
+	}
+	var parts []string
+	for _, e := range lit.Elts {
+		s, ok := constString(e, consts, 0)
+		if !ok {
+			return finding{}, false
+		}
+		parts = append(parts, s)
+	}
+	if sel, ok := lit.Type.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Identifier" {
+		return finding{}, false
+	}
+	schema, name := "", parts[len(parts)-1]
+	if len(parts) == 2 {
+		schema = parts[0]
+	}
+	t, _ := pol.Match(schema, name)
+	if t == nil {
+		return finding{}, false
+	}
+	return finding{Rule: "unfenceable", Table: t.QualifiedName.String(),
+		Message:   "pgx CopyFrom into protected table " + t.QualifiedName.String() + " bypasses the driver and cannot carry an epoch; insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
+		Statement: "CopyFrom(" + strings.Join(slices.Clone(parts), ".") + ")"}, true
+}

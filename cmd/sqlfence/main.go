@@ -1,0 +1,89 @@
+// Command sqlfence is the command-line companion of the sqlfence driver:
+//
+//	sqlfence demo    a paused worker wakes after its replacement finished: plain pgx loses an update, sqlfence fences it
+//	sqlfence check   lint SQL files (and SQL in Go source) for writes that bypass or cannot carry the fence
+//	sqlfence guard   triggers that make PostgreSQL reject writes to protected tables that did not come through the driver
+//	sqlfence audit   find rows whose epoch is above the claim counter, and move the counter past them
+//
+// Exit status: 0 success, 1 findings (check, audit) or the demo did not show the
+// fence working, 2 usage, configuration or connection errors.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK       = 0
+	exitFindings = 1
+	exitError    = 2
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+	hidden  bool
+}
+
+func commands() []command {
+	return []command{
+		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: runDemo},
+		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: runCheck},
+		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: runGuard},
+		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: runAudit},
+		{name: workerCommand, run: runDemoWorker, hidden: true},
+	}
+}
+
+// run is the whole program behind main, so that tests can run it as a user would.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitError
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && name == "help" {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "sqlfence: unknown command %q\n\n", name)
+	usage(stderr)
+	return exitError
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `sqlfence: fencing tokens for PostgreSQL writes made through database/sql
+
+Usage:
+  sqlfence <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprint(w, `
+Run 'sqlfence <command> --help' for a command's flags.
+Start with: go run ./cmd/sqlfence demo
+
+Exit status: 0 success; 1 findings (check, audit) or the demo did not show the
+fence working; 2 usage, configuration or connection errors.
+`)
+}

@@ -1,0 +1,2 @@
+SELECT 1;
+UPDATE inventory SETT quantity = 1;
