@@ -310,7 +310,7 @@ func TestIdentifiers(t *testing.T) {
 		{"ÉTÉ", QualifiedName{Name: "ÉtÉ"}, `"ÉtÉ"`},                              // non-ASCII letters stay as written
 		{"日本.表", QualifiedName{"日本", "表"}, `"日本"."表"`},                            // non-ASCII start is allowed
 		{`"1st"`, QualifiedName{Name: "1st"}, `"1st"`},                            // digits first need quoting
-		{`"select"`, QualifiedName{Name: "select"}, "select"},                     // no keyword list: harmless
+		{`"select"`, QualifiedName{Name: "select"}, `"select"`},                   // keywords are quoted
 		{long, QualifiedName{Name: long[:63]}, long[:63]},                         // PostgreSQL truncates to 63 bytes
 		{longUTF8, QualifiedName{Name: longUTF8[:62]}, `"` + longUTF8[:62] + `"`}, // not mid-character
 	}
