@@ -1,0 +1,9 @@
+WITH a AS (SELECT sku FROM staging WHERE NOT gone),
+     b AS (DELETE FROM inventory WHERE sku IN (SELECT sku FROM a) RETURNING sku),
+     c AS (INSERT INTO audit (sku) SELECT sku FROM b RETURNING sku)
+SELECT count(*) FROM c
+---- sent ----
+WITH a AS (SELECT sku FROM staging WHERE NOT gone),
+     b AS (DELETE FROM inventory WHERE (sku IN (SELECT sku FROM a)) AND inventory.writer_epoch < $1::bigint RETURNING sku),
+     c AS (INSERT INTO audit (sku) SELECT sku FROM b RETURNING sku)
+SELECT count(*) FROM c

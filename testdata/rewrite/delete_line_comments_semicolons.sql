@@ -1,0 +1,15 @@
+-- leading
+DELETE -- x
+FROM -- y
+inventory -- z
+WHERE -- w
+sku = $1 -- v
+;;
+---- sent ----
+-- leading
+DELETE -- x
+FROM -- y
+inventory -- z
+WHERE -- w
+(sku = $1) AND inventory.writer_epoch < $2::bigint -- v
+;;

@@ -1,0 +1,3 @@
+EXPLAIN (ANALYZE false) DELETE FROM inventory
+---- sent ----
+PASS

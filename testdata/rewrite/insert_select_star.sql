@@ -1,0 +1,3 @@
+INSERT INTO inventory (sku, quantity) SELECT * FROM staging
+---- sent ----
+INSERT INTO inventory (sku, quantity, writer_epoch) SELECT *, $1::bigint FROM staging

@@ -1,0 +1,3 @@
+MERGE INTO inventory t USING staging s ON t.sku = s.sku WHEN NOT MATCHED BY SOURCE AND t.quantity = 0 THEN DELETE WHEN NOT MATCHED BY SOURCE THEN UPDATE SET quantity = 0 WHEN NOT MATCHED BY TARGET THEN INSERT (sku, quantity) VALUES (s.sku, s.q) RETURNING merge_action(), t.sku
+---- sent ----
+MERGE INTO inventory t USING staging s ON t.sku = s.sku WHEN NOT MATCHED BY SOURCE AND (t.quantity = 0) AND t.writer_epoch < $1::bigint THEN DELETE WHEN NOT MATCHED BY SOURCE AND t.writer_epoch < $1::bigint THEN UPDATE SET quantity = 0, writer_epoch = $1::bigint WHEN NOT MATCHED BY TARGET THEN INSERT (sku, quantity, writer_epoch) VALUES (s.sku, s.q, $1::bigint) RETURNING merge_action(), t.sku

@@ -1,0 +1,3 @@
+UPDATE other.invoices SET total = 1
+---- sent ----
+PASS
