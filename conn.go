@@ -101,10 +101,8 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return res, err
 	}
 	if n, err := res.RowsAffected(); err == nil && (n == 0 || call.d.classify != nil && exactAccounting(ctx)) {
-		if q, ok := c.inner.(driver.QueryerContext); ok {
-			if err := c.fence.check(ctx, q, &call, n); err != nil {
-				return nil, err
-			}
+		if err := c.fence.check(ctx, c.inner, &call, n); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
@@ -127,7 +125,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil || !call.fence || d.classify == nil || !d.classify.returning {
 		return rows, err
 	}
-	return c.fence.fencedRows(ctx, queryer, rows, call), nil
+	return c.fence.fencedRows(ctx, c.inner, rows, call), nil
 }
 
 func (c *conn) Ping(ctx context.Context) error {

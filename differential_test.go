@@ -572,8 +572,7 @@ func TestStandardConformingStringsOff(t *testing.T) {
 	_, err = conn.ExecContext(ctx, stmt) // no arguments: pgx sends it with the simple protocol
 	after := takeSnapshot(t, raw)
 	if !maps.Equal(before["public.inventory"], after["public.inventory"]) {
-		// bug: make this t.Fatalf with the fix.
-		t.Skipf("bug: after SET standard_conforming_strings = off (err %v), %q passed through sqlfence (err %v) and PostgreSQL ran an unfenced DELETE: inventory %v -> %v",
+		t.Fatalf("after SET standard_conforming_strings = off (err %v), %q passed through sqlfence (err %v) and PostgreSQL ran an unfenced DELETE: inventory %v -> %v",
 			setErr, stmt, err, before["public.inventory"], after["public.inventory"])
 	}
 }

@@ -107,6 +107,9 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams[GuardSetting] = "on"
+	// sqlfence parses statements as PostgreSQL does with standard-conforming strings;
+	// pinning it here overrides a role or database default that turns it off.
+	cfg.RuntimeParams[standardStrings] = "on"
 	return NewConnector(stdlib.GetConnector(*cfg), p), nil
 }
 
@@ -183,7 +186,14 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 // with pgx, set it in the startup message, where it costs no round trip:
 //
 //	cfg.RuntimeParams[sqlfence.GuardSetting] = "on"
+//	cfg.RuntimeParams["standard_conforming_strings"] = "on"
 //	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), policy))
+//
+// standard_conforming_strings must be on (PostgreSQL's default) on the inner
+// connector's sessions: with it off the server reads a backslash inside '…' as an
+// escape, and a statement sqlfence parsed as one harmless SELECT can be two to the
+// server. sqlfence refuses statements that change it; the registered driver also pins
+// it in the startup message, so a role or database default cannot turn it off.
 func NewConnector(inner driver.Connector, p *Policy) driver.Connector {
 	c := &connector{inner: inner}
 	if p == nil {

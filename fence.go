@@ -163,7 +163,7 @@ func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error
 // written", no matching row is an ordinary result. With WithExactAccounting, a write
 // that affected rows is also checked for matching rows the fence kept. Only these
 // paths query again; the normal path costs no extra round trip.
-func (f *fence) check(ctx context.Context, q driver.QueryerContext, c *call, affected int64) error {
+func (f *fence) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	cl := c.d.classify
 	if cl == nil || !c.fence || affected > 0 && !exactAccounting(ctx) {
 		return nil
@@ -171,7 +171,7 @@ func (f *fence) check(ctx context.Context, q driver.QueryerContext, c *call, aff
 	return noteFenced(ctx, f.classify(ctx, q, c, affected))
 }
 
-func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call, affected int64) error {
+func (f *fence) classify(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	cl := c.d.classify
 	t := cl.table
 	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
@@ -186,15 +186,15 @@ func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call, 
 	}
 	args := make([]driver.NamedValue, len(cl.args)+1)
 	for i, a := range cl.args {
-		if a >= len(c.user) {
+		if a < 0 || a >= len(c.user) {
 			return nil
 		}
 		args[i] = driver.NamedValue{Ordinal: i + 1, Value: c.user[a].Value}
 	}
 	args[len(cl.args)] = driver.NamedValue{Ordinal: len(args), Value: c.epoch}
-	rows, err := q.QueryContext(ctx, cl.query, args)
+	rows, err := queryConn(ctx, q, cl.query, args)
 	if err != nil {
-		return fmt.Errorf("sqlfence: checking the rows a fenced write matched: %w", err)
+		return checkFailed(err)
 	}
 	defer rows.Close()
 	dest := make([]driver.Value, 2)
@@ -202,7 +202,7 @@ func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call, 
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		return fmt.Errorf("sqlfence: checking the rows a fenced write matched: %w", err)
+		return checkFailed(err)
 	}
 	stored, ok := dest[0].(int64)
 	if !ok {
@@ -232,6 +232,65 @@ func (f *fence) classify(ctx context.Context, q driver.QueryerContext, c *call, 
 
 // fencedRows wraps the rows of a fenced write with RETURNING, so that an empty result
 // is classified like a write that affected no rows.
-func (f *fence) fencedRows(ctx context.Context, q driver.QueryerContext, rows driver.Rows, c call) driver.Rows {
+func (f *fence) fencedRows(ctx context.Context, q driver.Conn, rows driver.Rows, c call) driver.Rows {
 	return &fencedRows{inner: rows, explain: func() error { return f.check(ctx, q, &c, 0) }}
+}
+
+// checkFailed reports a failed classification query. The write itself already ran, so
+// the error must not be driver.ErrBadConn: database/sql would run the write again on
+// another connection.
+func checkFailed(err error) error {
+	if errors.Is(err, driver.ErrBadConn) {
+		return fmt.Errorf("sqlfence: the write ran, but checking the rows it matched failed: the connection broke (%v)", err)
+	}
+	return fmt.Errorf("sqlfence: the write ran, but checking the rows it matched failed: %w", err)
+}
+
+// queryConn runs a query on the inner connection, through QueryerContext when it has
+// one and through a prepared statement otherwise, so that classification does not
+// depend on an optional interface.
+func queryConn(ctx context.Context, c driver.Conn, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if q, ok := c.(driver.QueryerContext); ok {
+		rows, err := q.QueryContext(ctx, query, args)
+		if !errors.Is(err, driver.ErrSkip) {
+			return rows, err
+		}
+	}
+	var (
+		st  driver.Stmt
+		err error
+	)
+	if p, ok := c.(driver.ConnPrepareContext); ok {
+		st, err = p.PrepareContext(ctx, query)
+	} else {
+		st, err = c.Prepare(query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rows driver.Rows
+	if sq, ok := st.(driver.StmtQueryContext); ok {
+		rows, err = sq.QueryContext(ctx, args)
+	} else {
+		rows, err = st.Query(values(args)) //nolint:staticcheck
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &stmtRows{Rows: rows, stmt: st}, nil
+}
+
+// stmtRows closes the statement a query was prepared for along with its rows.
+type stmtRows struct {
+	driver.Rows
+	stmt driver.Stmt
+}
+
+func (r *stmtRows) Close() error {
+	err := r.Rows.Close()
+	if cerr := r.stmt.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -1053,8 +1053,7 @@ func TestMockClassificationBadConn(t *testing.T) {
 		t.Fatal("classification failed, but the write reported success")
 	}
 	if errors.Is(err, driver.ErrBadConn) || r.connections() != 1 || len(r.ops("exec")) != 1 {
-		// bug: make this t.Fatalf with the fix.
-		t.Skipf("bug: a failed classification query wraps driver.ErrBadConn with %%w, so database/sql retries the write: err = %v after %d connections and %d writes", err, r.connections(), len(r.ops("exec")))
+		t.Fatalf("a failed classification query wraps driver.ErrBadConn with %%w, so database/sql retries the write: err = %v after %d connections and %d writes", err, r.connections(), len(r.ops("exec")))
 	}
 }
 
@@ -1071,8 +1070,7 @@ func TestMockDollarZeroNoPanic(t *testing.T) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			// bug: make this t.Fatalf with the fix.
-			t.Skipf("bug: ExecContext panicked classifying a 0-row write that uses $0 (the classifier binds argument index -1): %v", p)
+			t.Fatalf("ExecContext panicked classifying a 0-row write that uses $0 (the classifier binds argument index -1): %v", p)
 		}
 	}()
 	db.ExecContext(epoch(5), in)
@@ -1354,8 +1352,7 @@ func TestMockBareZeroRows(t *testing.T) {
 	}
 	_, err := db.ExecContext(epoch(5), in, "a", 1)
 	if !errors.Is(err, sqlfence.ErrFenced) {
-		// bug: make this t.Fatalf with the fix.
-		t.Skipf("bug: a fenced write over an inner driver without QueryerContext is not classified: err = %v, want ErrFenced", err)
+		t.Fatalf("a fenced write over an inner driver without QueryerContext is not classified: err = %v, want ErrFenced", err)
 	}
 }
 
@@ -1443,7 +1440,6 @@ func TestMockClassifierKeepsLiterals(t *testing.T) {
 		t.Fatalf("want the write and the classification query:\n  %s", joinRecs(calls))
 	}
 	if !strings.Contains(calls[1].query, "'sqlfence_epoch_marker'") {
-		// bug: make this t.Fatalf with the fix.
-		t.Skipf("bug: the classification query replaced the statement's literal 'sqlfence_epoch_marker' with the epoch parameter: %s (err %v)", calls[1].query, err)
+		t.Fatalf("the classification query replaced the statement's literal 'sqlfence_epoch_marker' with the epoch parameter: %s (err %v)", calls[1].query, err)
 	}
 }

@@ -154,6 +154,10 @@ func decide(policy *Policy, needles []string, sql string) (d *decision) {
 			fmt.Sprintf("a string of %d statements writes a protected table", len(tree.Stmts)),
 			"send each statement on its own so each can be fenced")}
 	}
+	if minParam(tree) < 1 {
+		return &decision{act: actRefuse, refusal: refuse(writes[0].table, "the statement uses a parameter numbered below $1",
+			"number parameters from $1")}
+	}
 	r.param = maxParam(tree) + 1
 	raw := tree.Stmts[0]
 	lo, hi := r.span(int(raw.StmtLocation), int(raw.StmtLen))
@@ -166,6 +170,11 @@ func decide(policy *Policy, needles []string, sql string) (d *decision) {
 				"the statement writes the table in a place sqlfence cannot fence",
 				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}
 		}
+	}
+	if len(r.edits) == 0 {
+		// Every write is fenced by an edit; none means the statement writes nothing
+		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
+		return &decision{act: actPass}
 	}
 	out := r.apply()
 	if e := verify(tree, out); e != nil {
@@ -257,6 +266,8 @@ func needlesOf(p *Policy) []string {
 	for _, c := range p.Claims {
 		add(c.Name)
 	}
+	add(standardStrings)
+	add("set_config")
 	return out
 }
 
@@ -310,20 +321,26 @@ func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 	}
 	r.depth = make([]int, len(r.toks))
 	r.pair = make([]int, len(r.toks))
+	// The bounds are kept per nesting level: a comma ends a list item only at its
+	// own level, so f(1,1)+f(1,1)+… is still one chain at the outer level.
+	type level struct{ chain, run int }
 	var stack []int
-	chain, run := 0, 0
+	levels := []level{{}}
+	links := 0
 	for i, t := range r.toks {
 		r.depth[i] = len(stack)
 		r.pair[i] = -1
+		lv := &levels[len(levels)-1]
 		// Postfix chains (x IS NULL IS NULL …, x::int::int …) nest as deep as they are
 		// long without any operator; a bound on tokens between commas catches them.
-		if run++; run > maxTokenRun {
+		if lv.run++; lv.run > maxTokenRun {
 			return refuse(nil, fmt.Sprintf("statement has more than %d tokens without a comma", maxTokenRun),
 				"split the statement or pass the values as an array parameter; very long expressions can crash the parser")
 		}
 		switch t.tok {
 		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
 			stack = append(stack, i)
+			levels = append(levels, level{})
 			if len(stack) > maxNesting {
 				return refuse(nil, fmt.Sprintf("statement nests deeper than %d levels", maxNesting),
 					"simplify the statement; deeply nested SQL can crash the parser")
@@ -332,6 +349,7 @@ func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 			if len(stack) > 0 {
 				r.pair[stack[len(stack)-1]] = i
 				stack = stack[:len(stack)-1]
+				levels = levels[:len(levels)-1]
 				r.depth[i] = len(stack)
 			}
 		case pg.Token_Op, pg.Token_ASCII_43, pg.Token_ASCII_45, pg.Token_ASCII_42, pg.Token_ASCII_47,
@@ -340,13 +358,18 @@ func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 			pg.Token_NOT_EQUALS, pg.Token_TYPECAST:
 			// A long chain of binary operators parses into an equally deep tree, and
 			// the parser's recursion over it is what crashes the process.
-			chain++
-			if chain > maxOperatorChain {
+			if lv.chain++; lv.chain > maxOperatorChain {
 				return refuse(nil, fmt.Sprintf("statement has an expression of more than %d operators", maxOperatorChain),
 					"pass the values as an array parameter instead of one long expression")
 			}
+		case pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT, pg.Token_JOIN:
+			// Set operations and joins nest left-deep however many commas sit between.
+			if links++; links > maxOperatorChain {
+				return refuse(nil, fmt.Sprintf("statement has more than %d joins and set operations", maxOperatorChain),
+					"split the statement; very long chains of JOIN or UNION can crash the parser")
+			}
 		case pg.Token_ASCII_44, pg.Token_ASCII_59:
-			chain, run = 0, 0
+			*lv = level{}
 		}
 	}
 	return nil
@@ -495,25 +518,24 @@ func (r *rewriter) with(w *pg.WithClause, lo, hi int) (int, *Error) {
 }
 
 func explainAnalyze(e *pg.ExplainStmt) bool {
+	// PostgreSQL accepts an option twice and the last one wins.
+	analyze := false
 	for _, o := range e.Options {
 		d := o.GetDefElem()
 		if d == nil || d.Defname != "analyze" {
 			continue
 		}
-		if d.Arg == nil {
-			return true
-		}
-		switch v := d.Arg.Node.(type) {
+		analyze = true // no argument, or one we cannot read: fence as if it runs
+		switch v := d.Arg.GetNode().(type) {
 		case *pg.Node_String_:
-			return !slices.Contains([]string{"false", "off", "0", "no"}, strings.ToLower(v.String_.Sval))
+			analyze = !slices.Contains([]string{"false", "off", "0", "no"}, strings.ToLower(v.String_.Sval))
 		case *pg.Node_Integer:
-			return v.Integer.Ival != 0
+			analyze = v.Integer.Ival != 0
 		case *pg.Node_Boolean:
-			return v.Boolean.Boolval
+			analyze = v.Boolean.Boolval
 		}
-		return true // an argument we cannot read: fence as if it runs
 	}
-	return false
+	return analyze
 }
 
 // target resolves a written relation against the policy.
@@ -719,29 +741,41 @@ func renumber(t *Table, query string) *classifier {
 		return nil
 	}
 	c := &classifier{table: t}
-	var b strings.Builder
-	at := 0
 	seen := map[int]int{}
 	for _, tk := range scan.Tokens {
 		if tk.Token != pg.Token_PARAM {
 			continue
 		}
 		n, err := strconv.Atoi(query[tk.Start+1 : tk.End])
-		if err != nil {
+		if err != nil || n < 1 {
 			return nil
 		}
-		k, ok := seen[n]
-		if !ok {
+		if _, ok := seen[n]; !ok {
 			c.args = append(c.args, n-1)
-			k = len(c.args)
-			seen[n] = k
+			seen[n] = len(c.args)
+		}
+	}
+	var b strings.Builder
+	at := 0
+	for _, tk := range scan.Tokens {
+		var repl string
+		switch {
+		case tk.Token == pg.Token_PARAM:
+			n, _ := strconv.Atoi(query[tk.Start+1 : tk.End])
+			repl = "$" + strconv.Itoa(seen[n])
+		case tk.Token == pg.Token_IDENT && query[tk.Start:tk.End] == epochMarker:
+			// Only the marker the classifier wrote: a literal or a quoted name in the
+			// application's text that happens to spell it is not an IDENT token.
+			repl = "$" + strconv.Itoa(len(c.args)+1) + "::bigint"
+		default:
+			continue
 		}
 		b.WriteString(query[at:tk.Start])
-		b.WriteString("$" + strconv.Itoa(k))
+		b.WriteString(repl)
 		at = int(tk.End)
 	}
 	b.WriteString(query[at:])
-	c.query = strings.ReplaceAll(b.String(), epochMarker, "$"+strconv.Itoa(len(c.args)+1)+"::bigint")
+	c.query = b.String()
 	return c
 }
 
@@ -770,8 +804,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 		if def < 0 || def+1 >= hi || r.toks[def+1].tok != pg.Token_VALUES {
 			return unexpected(t, "INSERT without rows")
 		}
-		r.edits = append(r.edits, edit{pos: r.toks[def].start, del: r.toks[def+1].end - r.toks[def].start,
-			text: "(" + col + ") VALUES (" + r.epochText() + ")"})
+		r.defaultValues(def, col)
 		s.Cols = []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}}}
 		s.SelectStmt = &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
 			ValuesLists: []*pg.Node{pg.MakeListNode([]*pg.Node{epochNode(r.param)})},
@@ -826,6 +859,14 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 	r.done[s] = true
 	r.tables = append(r.tables, t)
 	return nil
+}
+
+// defaultValues turns DEFAULT VALUES (tokens def, def+1) into (col) VALUES ($e),
+// replacing only the DEFAULT keyword so that anything between the two survives.
+func (r *rewriter) defaultValues(def int, col string) {
+	t := r.toks[def]
+	r.edits = append(r.edits, edit{pos: t.start, del: t.end - t.start, text: "(" + col + ")"})
+	r.insert(r.toks[def+1].end, " ("+r.epochText()+")")
 }
 
 func (r *rewriter) onConflict(from, hi, base int) int {
@@ -974,8 +1015,7 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 				if def < 0 || def+1 >= next {
 					return unexpected(t, "MERGE INSERT DEFAULT VALUES")
 				}
-				r.edits = append(r.edits, edit{pos: r.toks[def].start, del: r.toks[def+1].end - r.toks[def].start,
-					text: "(" + col + ") VALUES (" + r.epochText() + ")"})
+				r.defaultValues(def, col)
 			case len(c.TargetList) == 0:
 				return refuse(t, "MERGE … INSERT into a protected table without a column list",
 					"name the columns: WHEN NOT MATCHED THEN INSERT (a, b) VALUES (…)")
@@ -1119,6 +1159,17 @@ func walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
 	})
 }
 
+func minParam(tree *pg.ParseResult) int32 {
+	n := int32(1)
+	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+		if p, ok := m.Interface().(*pg.ParamRef); ok && p.Number < n {
+			n = p.Number
+		}
+		return true
+	})
+	return n
+}
+
 func maxParam(tree *pg.ParseResult) int32 {
 	var n int32
 	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
@@ -1205,6 +1256,15 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 			if listedFunction(p, s.Funcname) {
 				err = refuse(nil, "call of "+nameOf(s.Funcname)+", which the policy lists as writing protected tables",
 					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
+			}
+			if nameOf(s.Funcname) == "set_config" || nameOf(s.Funcname) == "pg_catalog.set_config" {
+				if len(s.Args) == 0 || !isSafeSetting(s.Args[0].GetAConst().GetSval().GetSval()) {
+					err = refuseSetting()
+				}
+			}
+		case *pg.VariableSetStmt:
+			if s.Name == standardStrings && !setsOn(s) {
+				err = refuseSetting()
 			}
 		case *pg.RuleStmt, *pg.CreateFunctionStmt:
 			// Their bodies write later, inside the database, where no epoch reaches.
@@ -1324,6 +1384,38 @@ func doBlock(p *Policy, s *pg.DoStmt) *Error {
 	}
 	visit(tree)
 	return result
+}
+
+// standardStrings is the one setting that changes how the server reads the text
+// sqlfence parsed: with it off, a backslash escapes a quote inside '…', and a string
+// literal to pg_query can be a statement boundary to the server. The registered driver
+// sets it on in the startup message; changing it on a connection is refused.
+const standardStrings = "standard_conforming_strings"
+
+func refuseSetting() *Error {
+	return refuse(nil, "changing "+standardStrings+" would let the server read statements differently from sqlfence",
+		"leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings")
+}
+
+// isSafeSetting reports whether set_config's first argument names a setting other than
+// standard_conforming_strings. A name that is not a literal cannot be checked.
+func isSafeSetting(name string) bool {
+	return name != "" && !strings.EqualFold(name, standardStrings)
+}
+
+func setsOn(s *pg.VariableSetStmt) bool {
+	switch s.Kind {
+	case pg.VariableSetKind_VAR_RESET, pg.VariableSetKind_VAR_SET_DEFAULT:
+		return true // back to the session's startup value
+	case pg.VariableSetKind_VAR_SET_VALUE:
+		if len(s.Args) != 1 {
+			return false
+		}
+		c := s.Args[0].GetAConst()
+		v := strings.ToLower(c.GetSval().GetSval())
+		return v == "on" || v == "true" || v == "yes" || c.GetIval().GetIval() == 1 || c.GetBoolval().GetBoolval()
+	}
+	return false
 }
 
 // mentionedTable returns the first protected table whose name appears in text.

@@ -71,10 +71,8 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	if n, err := res.RowsAffected(); err == nil && (n == 0 || s.d.classify != nil && exactAccounting(ctx)) {
-		if q, ok := s.conn.inner.(driver.QueryerContext); ok {
-			if err := s.conn.fence.check(ctx, q, &c, n); err != nil {
-				return nil, err
-			}
+		if err := s.conn.fence.check(ctx, s.conn.inner, &c, n); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
@@ -91,11 +89,10 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	} else {
 		rows, err = s.inner.Query(values(c.args)) //nolint:staticcheck
 	}
-	q, ok := s.conn.inner.(driver.QueryerContext)
-	if err != nil || !ok || s.d.classify == nil || !s.d.classify.returning {
+	if err != nil || s.d.classify == nil || !s.d.classify.returning {
 		return rows, err
 	}
-	return s.conn.fence.fencedRows(ctx, q, rows, c), nil
+	return s.conn.fence.fencedRows(ctx, s.conn.inner, rows, c), nil
 }
 
 // CheckNamedValue forwards to the statement, then the connection, as database/sql

@@ -37,3 +37,8 @@ DO $$ DECLARE n int; BEGIN SELECT count(*) INTO n FROM inventory; INSERT INTO au
 --! expect: pass
 --! paths: exec
 SELECT 1; INSERT INTO audit (sku) VALUES ('two statements')
+
+--! name: merge_only_not_matched_do_nothing
+--! expect: pass
+-- A MERGE whose only clause does nothing writes no row.
+MERGE INTO inventory t USING staging s ON t.sku = s.sku WHEN NOT MATCHED THEN DO NOTHING

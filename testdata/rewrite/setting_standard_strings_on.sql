@@ -1,0 +1,3 @@
+SET standard_conforming_strings TO on
+---- sent ----
+PASS
