@@ -639,14 +639,26 @@ func (p *policyParser) qualifiedName(n *yaml.Node, what string) (QualifiedName, 
 	if err != nil {
 		return QualifiedName{}, err
 	}
+	q, err := ParseQualifiedName(s)
+	if err != nil {
+		return QualifiedName{}, p.errorf(n.Line, "bad %s %q: %v", what, s, err)
+	}
+	return q, nil
+}
+
+// ParseQualifiedName reads a relation or function name written as in SQL and in the
+// policy file: unquoted parts fold to lower case, "Quoted" parts are exact with ""
+// for a quote, each part is cut to PostgreSQL's 63 bytes, and there are at most two
+// parts (schema.name).
+func ParseQualifiedName(s string) (QualifiedName, error) {
 	parts, err := splitPolicyIdent(s)
 	if err == nil && len(parts) > 2 {
 		err = fmt.Errorf("%d dot-separated parts; use name or schema.name", len(parts))
 	}
-	if err != nil {
-		return QualifiedName{}, p.errorf(n.Line, "bad %s %q: %v", what, s, err)
-	}
-	if len(parts) == 1 {
+	switch {
+	case err != nil:
+		return QualifiedName{}, err
+	case len(parts) == 1:
 		return QualifiedName{Name: parts[0]}, nil
 	}
 	return QualifiedName{Schema: parts[0], Name: parts[1]}, nil
