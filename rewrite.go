@@ -10,17 +10,14 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
 // maxStatementBytes bounds what reaches the C parser. pg_query recurses on nesting and
 // a pathological statement can exhaust the stack and kill the process; nothing a job
 // handler sends to a protected table needs to be this large.
-const (
-	maxStatementBytes = 1 << 20
-	maxNesting        = 200
-	maxOperatorChain  = 1000
-	maxTokenRun       = 5000
-)
+const maxStatementBytes = 1 << 20
 
 type action uint8
 
@@ -213,7 +210,7 @@ func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
 			}
 		}
 	}
-	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
 		switch s := m.Interface().(type) {
 		case *pg.UpdateStmt:
 			check(s.Relation, false, s.TargetList)
@@ -312,6 +309,10 @@ func containsFold(s, lower string) bool {
 }
 
 func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
+	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
+		return refuse(nil, "the statement has "+msg+", which can crash the parser",
+			"split the statement, or pass long lists of values as an array parameter")
+	}
 	r.toks = make([]token, 0, len(scan.Tokens))
 	for _, t := range scan.Tokens {
 		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
@@ -321,55 +322,19 @@ func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 	}
 	r.depth = make([]int, len(r.toks))
 	r.pair = make([]int, len(r.toks))
-	// The bounds are kept per nesting level: a comma ends a list item only at its
-	// own level, so f(1,1)+f(1,1)+… is still one chain at the outer level.
-	type level struct{ chain, run int }
 	var stack []int
-	levels := []level{{}}
-	links := 0
 	for i, t := range r.toks {
 		r.depth[i] = len(stack)
 		r.pair[i] = -1
-		lv := &levels[len(levels)-1]
-		// Postfix chains (x IS NULL IS NULL …, x::int::int …) nest as deep as they are
-		// long without any operator; a bound on tokens between commas catches them.
-		if lv.run++; lv.run > maxTokenRun {
-			return refuse(nil, fmt.Sprintf("statement has more than %d tokens without a comma", maxTokenRun),
-				"split the statement or pass the values as an array parameter; very long expressions can crash the parser")
-		}
 		switch t.tok {
 		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
 			stack = append(stack, i)
-			levels = append(levels, level{})
-			if len(stack) > maxNesting {
-				return refuse(nil, fmt.Sprintf("statement nests deeper than %d levels", maxNesting),
-					"simplify the statement; deeply nested SQL can crash the parser")
-			}
 		case pg.Token_ASCII_41, pg.Token_ASCII_93, pg.Token_END_P:
 			if len(stack) > 0 {
 				r.pair[stack[len(stack)-1]] = i
 				stack = stack[:len(stack)-1]
-				levels = levels[:len(levels)-1]
 				r.depth[i] = len(stack)
 			}
-		case pg.Token_Op, pg.Token_ASCII_43, pg.Token_ASCII_45, pg.Token_ASCII_42, pg.Token_ASCII_47,
-			pg.Token_ASCII_37, pg.Token_ASCII_94, pg.Token_ASCII_60, pg.Token_ASCII_62, pg.Token_ASCII_61,
-			pg.Token_AND, pg.Token_OR, pg.Token_NOT, pg.Token_LESS_EQUALS, pg.Token_GREATER_EQUALS,
-			pg.Token_NOT_EQUALS, pg.Token_TYPECAST:
-			// A long chain of binary operators parses into an equally deep tree, and
-			// the parser's recursion over it is what crashes the process.
-			if lv.chain++; lv.chain > maxOperatorChain {
-				return refuse(nil, fmt.Sprintf("statement has an expression of more than %d operators", maxOperatorChain),
-					"pass the values as an array parameter instead of one long expression")
-			}
-		case pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT, pg.Token_JOIN:
-			// Set operations and joins nest left-deep however many commas sit between.
-			if links++; links > maxOperatorChain {
-				return refuse(nil, fmt.Sprintf("statement has more than %d joins and set operations", maxOperatorChain),
-					"split the statement; very long chains of JOIN or UNION can crash the parser")
-			}
-		case pg.Token_ASCII_44, pg.Token_ASCII_59:
-			*lv = level{}
 		}
 	}
 	return nil
@@ -473,7 +438,7 @@ func (r *rewriter) stmt(n *pg.Node, lo, hi int, top bool) *Error {
 		_, err := r.with(s.SelectStmt.WithClause, lo, hi)
 		return err
 	case *pg.Node_ExplainStmt:
-		if !explainAnalyze(s.ExplainStmt) {
+		if !pgtree.ExplainAnalyze(s.ExplainStmt) {
 			return nil
 		}
 		i := lo + 1
@@ -515,27 +480,6 @@ func (r *rewriter) with(w *pg.WithClause, lo, hi int) (int, *Error) {
 		after = r.pair[open] + 1
 	}
 	return after, nil
-}
-
-func explainAnalyze(e *pg.ExplainStmt) bool {
-	// PostgreSQL accepts an option twice and the last one wins.
-	analyze := false
-	for _, o := range e.Options {
-		d := o.GetDefElem()
-		if d == nil || d.Defname != "analyze" {
-			continue
-		}
-		analyze = true // no argument, or one we cannot read: fence as if it runs
-		switch v := d.Arg.GetNode().(type) {
-		case *pg.Node_String_:
-			analyze = !slices.Contains([]string{"false", "off", "0", "no"}, strings.ToLower(v.String_.Sval))
-		case *pg.Node_Integer:
-			analyze = v.Integer.Ival != 0
-		case *pg.Node_Boolean:
-			analyze = v.Boolean.Boolval
-		}
-	}
-	return analyze
 }
 
 // target resolves a written relation against the policy.
@@ -1112,56 +1056,17 @@ func verify(want *pg.ParseResult, out string) *Error {
 	if err != nil {
 		return unexpected(nil, "the fenced statement does not parse: "+err.Error())
 	}
-	stripLocations(want.ProtoReflect())
-	stripLocations(got.ProtoReflect())
+	pgtree.StripLocations(want.ProtoReflect())
+	pgtree.StripLocations(got.ProtoReflect())
 	if !proto.Equal(want, got) {
 		return unexpected(nil, "the fenced statement does not parse to the intended tree")
 	}
 	return nil
 }
 
-func stripLocations(m protoreflect.Message) {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				stripLocations(l.Get(i).Message())
-			}
-		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
-			stripLocations(v.Message())
-		case fd.Name() == "location" || fd.Name() == "stmt_location" || fd.Name() == "stmt_len":
-			m.Clear(fd)
-		}
-		return true
-	})
-}
-
-// walk calls f on every message in the tree, depth first; f returns false to skip a
-// message's children.
-func walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	if !f(m) {
-		return
-	}
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
-			return true
-		}
-		if fd.IsList() {
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				walk(l.Get(i).Message(), f)
-			}
-		} else {
-			walk(v.Message(), f)
-		}
-		return true
-	})
-}
-
 func minParam(tree *pg.ParseResult) int32 {
 	n := int32(1)
-	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
 		if p, ok := m.Interface().(*pg.ParamRef); ok && p.Number < n {
 			n = p.Number
 		}
@@ -1172,7 +1077,7 @@ func minParam(tree *pg.ParseResult) int32 {
 
 func maxParam(tree *pg.ParseResult) int32 {
 	var n int32
-	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
 		if p, ok := m.Interface().(*pg.ParamRef); ok && p.Number > n {
 			n = p.Number
 		}
@@ -1183,7 +1088,7 @@ func maxParam(tree *pg.ParseResult) int32 {
 
 func hasWrite(n *pg.Node) bool {
 	found := false
-	walk(n.ProtoReflect(), func(m protoreflect.Message) bool {
+	pgtree.Walk(n.ProtoReflect(), func(m protoreflect.Message) bool {
 		switch m.Interface().(type) {
 		case *pg.InsertStmt, *pg.UpdateStmt, *pg.DeleteStmt, *pg.MergeStmt:
 			found = true
@@ -1223,7 +1128,7 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		case *pg.MergeStmt:
 			rv = s.Relation
 		case *pg.ExplainStmt:
-			if !explainAnalyze(s) {
+			if !pgtree.ExplainAnalyze(s) {
 				return false // plain EXPLAIN plans the write without running it
 			}
 		case *pg.TruncateStmt:
@@ -1280,7 +1185,7 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		return err == nil
 	}
 	for _, s := range tree.Stmts {
-		walk(s.ProtoReflect(), visit)
+		pgtree.Walk(s.ProtoReflect(), visit)
 		if err != nil {
 			return nil, err
 		}
@@ -1302,7 +1207,7 @@ func tableOf(p *Policy, n *pg.Node) *Table { return tableIn(p, n.ProtoReflect())
 
 func tableIn(p *Policy, root protoreflect.Message) *Table {
 	var t *Table
-	walk(root, func(m protoreflect.Message) bool {
+	pgtree.Walk(root, func(m protoreflect.Message) bool {
 		switch s := m.Interface().(type) {
 		case *pg.InsertStmt:
 			t = match(p, s.Relation)
@@ -1449,7 +1354,7 @@ func doStatement(p *Policy, needles []string, q string, opaque *Error) *Error {
 			"claim jobs with the helpers in github.com/sqlfence/sqlfence/claim")
 	}
 	var literal *Error
-	walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
 		if c, ok := m.Interface().(*pg.A_Const); ok && mayTouchProtected(needles, c.GetSval().GetSval()) {
 			literal = refuse(mentionedTable(p, c.GetSval().GetSval()), "a DO block builds SQL text that names a protected table (dynamic EXECUTE cannot be fenced)",
 				"run the write as a plain statement under sqlfence.WithEpoch")
@@ -1460,21 +1365,8 @@ func doStatement(p *Policy, needles []string, q string, opaque *Error) *Error {
 }
 
 func listedFunction(p *Policy, name []*pg.Node) bool {
-	if len(p.Functions) == 0 {
-		return false
-	}
-	parts := make([]string, 0, len(name))
-	for _, n := range name {
-		parts = append(parts, n.GetString_().GetSval())
-	}
-	switch len(parts) {
-	case 1:
-		return p.MatchFunction("", parts[0])
-	case 0:
-		return false
-	default:
-		return p.MatchFunction(parts[len(parts)-2], parts[len(parts)-1])
-	}
+	schema, fn := pgtree.FuncName(name)
+	return fn != "" && p.MatchFunction(schema, fn)
 }
 
 func nameOf(name []*pg.Node) string {

@@ -13,17 +13,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
-// Bounds on what reaches the C parser. It recurses on nesting and on long operator
-// chains, and a pathological file can exhaust its stack and kill the process; the
-// same bounds as the driver's, applied to the whole file.
-const (
-	maxSQLFileBytes  = 64 << 20
-	maxSQLNesting    = 200
-	maxOperatorChain = 1000
-	maxTokenRun      = 5000
-)
+// maxSQLFileBytes bounds what is read; what reaches the C parser is also bounded in
+// shape (pgtree.Bounds, the driver's own bounds), since a pathological file can
+// exhaust the parser's stack and kill the process.
+const maxSQLFileBytes = 64 << 20
 
 // sqlToken is a lexical token of a file, comments included.
 type sqlToken struct {
@@ -62,7 +58,7 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, res *checkResul
 	for i, t := range scan.Tokens {
 		toks[i] = sqlToken{int(t.Start), int(t.End), t.Token}
 	}
-	if off, msg := tooDeep(toks); msg != "" {
+	if off, msg := pgtree.Bounds(scan.Tokens); msg != "" {
 		fileErr(off, msg+"; sqlfence check does not parse it, because such input can crash the parser")
 		return
 	}
@@ -188,37 +184,6 @@ func endsTransaction(n *pg.Node) bool {
 		return true
 	}
 	return false
-}
-
-// tooDeep applies the parser bounds to a file's tokens.
-func tooDeep(toks []sqlToken) (off int, msg string) {
-	depth, chain, run := 0, 0, 0
-	for _, t := range toks {
-		if isComment(t.tok) {
-			continue
-		}
-		if run++; run > maxTokenRun {
-			return t.start, fmt.Sprintf("more than %d tokens without a comma or semicolon", maxTokenRun)
-		}
-		switch t.tok {
-		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
-			if depth++; depth > maxSQLNesting {
-				return t.start, fmt.Sprintf("SQL nested deeper than %d levels", maxSQLNesting)
-			}
-		case pg.Token_ASCII_41, pg.Token_ASCII_93, pg.Token_END_P:
-			depth = max(depth-1, 0)
-		case pg.Token_Op, pg.Token_ASCII_43, pg.Token_ASCII_45, pg.Token_ASCII_42, pg.Token_ASCII_47,
-			pg.Token_ASCII_37, pg.Token_ASCII_94, pg.Token_ASCII_60, pg.Token_ASCII_62, pg.Token_ASCII_61,
-			pg.Token_AND, pg.Token_OR, pg.Token_NOT, pg.Token_LESS_EQUALS, pg.Token_GREATER_EQUALS,
-			pg.Token_NOT_EQUALS, pg.Token_TYPECAST:
-			if chain++; chain > maxOperatorChain {
-				return t.start, fmt.Sprintf("an expression of more than %d operators", maxOperatorChain)
-			}
-		case pg.Token_ASCII_44, pg.Token_ASCII_59:
-			chain, run = 0, 0
-		}
-	}
-	return 0, ""
 }
 
 // runeOffset converts a 0-based character index (PostgreSQL's cursor positions count
@@ -350,7 +315,7 @@ func protectedWrites(pol *sqlfence.Policy, stmt *pg.Node) (writes []write, opaqu
 		case *pg.MergeStmt:
 			rv, kind = s.Relation, "MERGE"
 		case *pg.ExplainStmt:
-			if !explainAnalyze(s) {
+			if !pgtree.ExplainAnalyze(s) {
 				return // plain EXPLAIN plans the write without running it
 			}
 		case *pg.RuleStmt, *pg.CreateFunctionStmt:
@@ -391,39 +356,9 @@ func protectedWrites(pol *sqlfence.Policy, stmt *pg.Node) (writes []write, opaqu
 	return writes, opaque
 }
 
-func explainAnalyze(e *pg.ExplainStmt) bool {
-	for _, o := range e.Options {
-		d := o.GetDefElem()
-		if d == nil || d.Defname != "analyze" {
-			continue
-		}
-		switch v := d.Arg.GetNode().(type) {
-		case nil:
-			return true
-		case *pg.Node_String_:
-			return !slices.Contains([]string{"false", "off", "0", "no"}, strings.ToLower(v.String_.Sval))
-		case *pg.Node_Integer:
-			return v.Integer.Ival != 0
-		case *pg.Node_Boolean:
-			return v.Boolean.Boolval
-		}
-		return true
-	}
-	return false
-}
-
 func listedFunction(pol *sqlfence.Policy, name []*pg.Node) bool {
-	var parts []string
-	for _, n := range name {
-		parts = append(parts, n.GetString_().GetSval())
-	}
-	switch len(parts) {
-	case 0:
-		return false
-	case 1:
-		return pol.MatchFunction("", parts[0])
-	}
-	return pol.MatchFunction(parts[len(parts)-2], parts[len(parts)-1])
+	schema, fn := pgtree.FuncName(name)
+	return fn != "" && pol.MatchFunction(schema, fn)
 }
 
 // handFenced checks the write against the hand-fencing rule and returns what is
@@ -629,24 +564,7 @@ func columnRef(n *pg.Node) []string {
 // sameExpr compares two expressions, ignoring where they are in the text.
 func sameExpr(a, b *pg.Node) bool {
 	ca, cb := proto.Clone(a), proto.Clone(b)
-	stripLocations(ca.ProtoReflect())
-	stripLocations(cb.ProtoReflect())
+	pgtree.StripLocations(ca.ProtoReflect())
+	pgtree.StripLocations(cb.ProtoReflect())
 	return proto.Equal(ca, cb)
-}
-
-func stripLocations(m protoreflect.Message) {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				stripLocations(l.Get(i).Message())
-			}
-		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
-			stripLocations(v.Message())
-		case fd.Name() == "location":
-			m.Clear(fd)
-		}
-		return true
-	})
 }

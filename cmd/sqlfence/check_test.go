@@ -235,7 +235,7 @@ func TestCheckBadInput(t *testing.T) {
 		{"unparseable SQL", []string{"--policy", checkPolicy, "testdata/check/broken"}, exitError,
 			[]string{`testdata/check/broken/broken.sql:2:23: error: syntax error at or near "quantity"`, "1 file could not be checked"}},
 		{"nesting that could crash the parser", []string{"--policy", checkPolicy, "testdata/check/deep"}, exitError,
-			[]string{"deep.sql:1:208: error: SQL nested deeper than 200 levels"}},
+			[]string{"deep.sql:1:208: error: nesting deeper than 200 levels"}},
 		{"missing policy file", []string{"--policy", filepath.Join(dir, "nope.yaml"), "testdata/check/sql"}, exitError,
 			[]string{"nope.yaml does not exist", "--policy"}},
 		{"no policy at all", []string{"testdata/check/sql"}, exitError,
