@@ -1,107 +1,336 @@
 package sqlfence
 
 import (
+	"database/sql/driver"
 	"hash/maphash"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// The decision cache is what makes sqlfence cheap: parsing a statement costs tens of
-// microseconds, a lookup well under one. It is bounded in entries and in bytes, because
-// an application that inlines literals into its SQL produces a new text per call.
+// The decision cache is what makes sqlfence cheap: deciding a statement that names a
+// protected table parses it (tens to hundreds of microseconds), a lookup costs tens of
+// nanoseconds. It is bounded in entries and in bytes, because an application that
+// inlines literals into its SQL produces a new text per call.
+//
+// Reads take no lock and write no shared memory in the common case, so a statement
+// that every worker runs does not turn into a contended cache line: entries live in a
+// sync.Map (lock-free Load), the hit and miss counters are striped, and an entry's
+// CLOCK reference bit is only written when it is not already set. Writes (a miss that
+// decided a statement) take the lock of one of a few shards, which keep the bounds.
+// In front of the shared cache, each connection keeps a memo of the few decisions it
+// looked up last (decisionMemo).
 const (
 	defaultCacheEntries = 10_000
 	defaultCacheBytes   = 32 << 20
-	cacheShards         = 32
+
+	// maxCacheShards bounds how many independently locked parts the bounds are split
+	// into. A small cache gets fewer shards, so that every shard can hold a useful
+	// number of entries and the per-shard limits add up to the configured ones.
+	maxCacheShards      = 32
+	minEntriesPerShard  = 16
+	minBytesPerShard    = 64 << 10
+	cacheCounterStripes = 16
+
+	// What an entry holds on to beyond the bytes of its strings: the entry and the
+	// decision structs, the sync.Map nodes and the boxed key, the ring slot; a
+	// rewrite's classifier; a refusal's error. TestCacheMemoryBound measures the
+	// heap the cache retains and fails if it ever exceeds this accounting.
+	cacheEntryOverhead      = 448
+	cacheClassifierOverhead = 128
+	cacheRefusalOverhead    = 160
 )
 
 type cache struct {
-	seed   maphash.Seed
-	shards [cacheShards]cacheShard
-	hits   atomic.Uint64
-	misses atomic.Uint64
-}
-
-type cacheShard struct {
-	mu       sync.RWMutex
-	entries  map[string]*decision
-	bytes    int
-	maxItems int
+	m        sync.Map // string → *cacheEntry
+	seed     maphash.Seed
+	shards   []cacheShard
+	counts   [cacheCounterStripes]cacheCounters
+	maxItems int // the configured bounds, as given to newCache
 	maxBytes int
 }
 
+// cacheCounters is one stripe of the hit and miss counts. A lookup adds to a stripe
+// picked at random, so goroutines on different CPUs rarely share a cache line even
+// when they all run the same statement; stats sums the stripes.
+type cacheCounters struct {
+	hits, misses atomic.Uint64
+	_            [128 - 16]byte // a stripe per cache-line pair (adjacent-line prefetch)
+}
+
+type cacheEntry struct {
+	key  string
+	d    *decision
+	size int
+	// ref is the CLOCK reference bit: a hit sets it, the eviction hand clears it and
+	// evicts only entries found clear, so statements in use survive a stream of
+	// one-off statements (inlined literals) that would otherwise flush them.
+	ref atomic.Bool
+}
+
+// cacheShard keeps the bounds for the keys that hash to it. Every insertion and
+// eviction of such a key happens under mu, so ring, bytes and the sync.Map agree.
+type cacheShard struct {
+	mu        sync.Mutex
+	ring      []*cacheEntry // the shard's entries; hand walks it in CLOCK order
+	hand      int
+	bytes     int
+	evictions uint64
+	maxItems  int
+	maxBytes  int
+	_         [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+// newCache returns a cache that holds at most maxEntries decisions and maxBytes
+// bytes of them (as accounted by entrySize). A bound ≤ 0 disables caching: every
+// statement is decided each time it runs.
 func newCache(maxEntries, maxBytes int) *cache {
-	c := &cache{seed: maphash.MakeSeed()}
+	c := &cache{seed: maphash.MakeSeed(), maxItems: max(0, maxEntries), maxBytes: max(0, maxBytes)}
+	if c.maxItems == 0 || c.maxBytes == 0 {
+		return c
+	}
+	n := 1
+	for n < maxCacheShards && c.maxItems/(2*n) >= minEntriesPerShard && c.maxBytes/(2*n) >= minBytesPerShard {
+		n *= 2
+	}
+	c.shards = make([]cacheShard, n)
+	// Split both bounds exactly: the shards' limits add up to the configured ones,
+	// never more (a floor per shard plus one for the first remainder shards).
 	for i := range c.shards {
-		c.shards[i] = cacheShard{
-			entries:  map[string]*decision{},
-			maxItems: max(1, maxEntries/cacheShards),
-			maxBytes: max(1, maxBytes/cacheShards),
+		s := &c.shards[i]
+		s.maxItems = c.maxItems / n
+		if i < c.maxItems%n {
+			s.maxItems++
+		}
+		s.maxBytes = c.maxBytes / n
+		if i < c.maxBytes%n {
+			s.maxBytes++
 		}
 	}
 	return c
 }
 
 func (c *cache) shard(key string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, key)%cacheShards]
+	return &c.shards[maphash.String(c.seed, key)%uint64(len(c.shards))]
 }
 
 func (c *cache) get(key string) (*decision, bool) {
-	s := c.shard(key)
-	s.mu.RLock()
-	d, ok := s.entries[key]
-	s.mu.RUnlock()
-	if ok {
-		c.hits.Add(1)
-	} else {
-		c.misses.Add(1)
+	if e, ok := c.lookup(key); ok {
+		return e.d, true
 	}
-	return d, ok
+	return nil, false
 }
 
-// size is what an entry holds on to: its key and its rewritten text, plus overhead.
-func (d *decision) size(key string) int { return len(key) + len(d.sql) + 256 }
+// lookup returns key's entry and counts the lookup.
+func (c *cache) lookup(key string) (*cacheEntry, bool) {
+	v, ok := c.m.Load(key)
+	if !ok {
+		c.counts[rand.Uint32()%cacheCounterStripes].misses.Add(1)
+		return nil, false
+	}
+	e := v.(*cacheEntry)
+	c.hit(e)
+	return e, true
+}
 
-func (c *cache) put(key string, d *decision) {
+// hit counts a lookup answered by e and marks e as in use for the eviction hand.
+func (c *cache) hit(e *cacheEntry) {
+	c.counts[rand.Uint32()%cacheCounterStripes].hits.Add(1)
+	if !e.ref.Load() { // read first: a hot entry's line stays shared between CPUs
+		e.ref.Store(true)
+	}
+}
+
+// decide is conn's way to a decision: its own memo, then the shared cache, then the
+// parser. fence.decide is the same without the memo.
+func (c *conn) decide(query string) *decision {
+	ca := c.fence.cache
+	if e := c.memo.lookup(query); e != nil {
+		ca.hit(e)
+		return e.d
+	}
+	if e, ok := ca.lookup(query); ok {
+		c.memo.remember(query, e)
+		return e.d
+	}
+	d := decide(c.fence.policy, c.fence.needles, query)
+	if e := ca.put(query, d); e != nil {
+		c.memo.remember(query, e)
+	}
+	return d
+}
+
+// decisionMemo is one connection's memory of the decisions it looked up last.
+//
+// Measured against PostgreSQL, a shared-cache hit costs several times what it costs in
+// a microbenchmark: between two statements the connection waited on the network and
+// the server ran on the same CPUs, so hashing the text and walking the map's nodes
+// miss the CPU caches. A connection mostly runs a handful of statements over and over
+// (a handler's loop, a worker's claim query), with the same string each time, and
+// comparing a string with itself is a pointer comparison on memory the connection
+// owns. database/sql never uses a driver connection from two goroutines at once, so
+// the memo needs no lock.
+//
+// It remembers entries, not just decisions, so that its hits still count in the
+// cache's statistics and keep the entries in use for the eviction hand. An entry the
+// shared cache has evicted can stay remembered: decisions never go stale (they depend
+// only on the text and the policy), and what that holds on to is bounded by
+// memoSlots entries of at most memoMaxEntryBytes per open connection.
+type decisionMemo struct {
+	queries [memoSlots]string
+	entries [memoSlots]*cacheEntry
+	next    int
+}
+
+const (
+	memoSlots         = 4
+	memoMaxEntryBytes = 16 << 10
+)
+
+func (m *decisionMemo) lookup(query string) *cacheEntry {
+	for i, e := range m.entries {
+		if e != nil && m.queries[i] == query {
+			return e
+		}
+	}
+	return nil
+}
+
+func (m *decisionMemo) remember(query string, e *cacheEntry) {
+	if e.size > memoMaxEntryBytes {
+		return
+	}
+	m.queries[m.next], m.entries[m.next] = query, e
+	m.next = (m.next + 1) % memoSlots
+}
+
+// entrySize is what an entry holds on to: its key, the strings of its decision, and
+// the structures around them. Strings built with strings.Builder may carry up to
+// twice their length in capacity, so a rewrite's are counted twice; the cloned key is
+// exact but for its size-class rounding.
+func entrySize(key string, d *decision) int {
+	n := cacheEntryOverhead + len(key) + len(key)/8 + 2*len(d.sql) + 8*cap(d.tables)
+	if cl := d.classify; cl != nil {
+		n += cacheClassifierOverhead + 2*len(cl.query) + 8*cap(cl.args)
+	}
+	if e := d.refusal; e != nil {
+		n += cacheRefusalOverhead + len(e.Table) + len(e.Statement) + 2*len(e.Reason) + len(e.Fix)
+	}
+	return n
+}
+
+// put caches d for key and returns its entry, or nil when it is not cached.
+func (c *cache) put(key string, d *decision) *cacheEntry {
+	if len(c.shards) == 0 {
+		return nil
+	}
 	s := c.shard(key)
-	n := d.size(key)
+	n := entrySize(key, d)
 	if n > s.maxBytes {
-		return // a statement larger than the shard's budget is decided each time
+		return nil // larger than the shard's whole budget: decided each time it runs
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.entries[key]; ok {
-		return
+	if v, ok := c.m.Load(key); ok {
+		return v.(*cacheEntry) // another connection decided the same text first
 	}
-	// Evict arbitrary entries (Go's map order is randomised): cheap, and good enough
-	// when the working set fits, which is the case the cache exists for.
-	for k, old := range s.entries {
-		if len(s.entries) < s.maxItems && s.bytes+n <= s.maxBytes {
-			break
-		}
-		s.bytes -= old.size(k)
-		delete(s.entries, k)
+	for len(s.ring) >= s.maxItems || s.bytes+n > s.maxBytes {
+		c.evict(s) // terminates: an empty shard always has room for n ≤ maxBytes
 	}
-	s.entries[key] = d
+	// The key is copied so that the cache never pins a larger buffer the
+	// application's text was sliced from, which the byte bound would not see.
+	e := &cacheEntry{key: strings.Clone(key), d: d, size: n}
+	s.ring = append(s.ring, e)
 	s.bytes += n
+	c.m.Store(e.key, e)
+	return e
 }
 
-// CacheStats reports the decision cache of a connector made by NewConnector or the
-// registered driver.
+// evict removes one entry from s, which must be locked and not empty: the first one
+// the CLOCK hand finds unreferenced since its last pass. After two full turns it
+// evicts where the hand stands, so lookups setting bits concurrently cannot keep
+// an insertion waiting.
+func (c *cache) evict(s *cacheShard) {
+	for turns := 2 * len(s.ring); ; turns-- {
+		e := s.ring[s.hand]
+		if turns > 0 && e.ref.Load() {
+			e.ref.Store(false)
+			s.hand = (s.hand + 1) % len(s.ring)
+			continue
+		}
+		c.m.Delete(e.key)
+		s.bytes -= e.size
+		s.evictions++
+		last := len(s.ring) - 1
+		s.ring[s.hand] = s.ring[last]
+		s.ring[last] = nil
+		s.ring = s.ring[:last]
+		if s.hand >= len(s.ring) {
+			s.hand = 0
+		}
+		return
+	}
+}
+
+// CacheStats describes the decision cache of one connector: how often a statement's
+// decision came from the cache, and how much the cache holds against its bounds.
 type CacheStats struct {
-	Hits, Misses uint64
-	Entries      int
-	Bytes        int
+	Hits      uint64 // executions and prepares whose decision came from the cache
+	Misses    uint64 // statements decided afresh: first seen, evicted, or too large to cache
+	Evictions uint64 // entries dropped to stay within the bounds
+
+	Entries    int // decisions cached now
+	Bytes      int // their accounted size
+	MaxEntries int // the bounds: Entries ≤ MaxEntries and Bytes ≤ MaxBytes always
+	MaxBytes   int // (each connection's memo may also keep 4 small evicted entries)
+}
+
+// HitRate is Hits / (Hits + Misses), or 0 before the first statement. Below about
+// 0.99 in steady state, the application likely builds SQL text per call (inlined
+// literals); use parameters, or raise the cache's bounds.
+func (s CacheStats) HitRate() float64 {
+	if s.Hits+s.Misses == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(s.Hits+s.Misses)
+}
+
+// CacheStatsOf reports the decision cache of a connector made by NewConnector, or by
+// the registered driver's OpenConnector:
+//
+//	connector, err := sqlfence.Driver{}.OpenConnector(dsn)
+//	db := sql.OpenDB(connector)
+//	…
+//	st, _ := sqlfence.CacheStatsOf(connector)
+//
+// ok is false for any other connector. Counters are read without stopping lookups,
+// so a snapshot taken under load is consistent per field, not across fields.
+func CacheStatsOf(c driver.Connector) (st CacheStats, ok bool) {
+	fc, ok := c.(*connector)
+	if !ok {
+		return CacheStats{}, false
+	}
+	f := fc.fence.Load()
+	if f == nil {
+		return CacheStats{}, false
+	}
+	return f.cache.stats(), true
 }
 
 func (c *cache) stats() CacheStats {
-	st := CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
+	st := CacheStats{MaxEntries: c.maxItems, MaxBytes: c.maxBytes}
+	for i := range c.counts {
+		st.Hits += c.counts[i].hits.Load()
+		st.Misses += c.counts[i].misses.Load()
+	}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.RLock()
-		st.Entries += len(s.entries)
+		s.mu.Lock()
+		st.Entries += len(s.ring)
 		st.Bytes += s.bytes
-		s.mu.RUnlock()
+		st.Evictions += s.evictions
+		s.mu.Unlock()
 	}
 	return st
 }

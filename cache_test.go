@@ -1,0 +1,439 @@
+package sqlfence
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/nopdriver"
+)
+
+// spellingPolicy protects names that exercise every identifier rule the pre-check
+// relies on: plain, schema-qualified, quoted mixed case, a quote inside the name,
+// non-ASCII, plus a listed function and a claim table.
+const spellingPolicy = `
+version: 1
+tables:
+  - name: inventory
+  - name: billing.invoices
+  - name: '"Orders"'
+  - name: '"odd""name"'
+  - name: café
+functions:
+  - billing.recalc
+claims:
+  - table: jobs
+`
+
+func mustPolicy(tb testing.TB, src string) *Policy {
+	tb.Helper()
+	p, err := ParsePolicy([]byte(src), "<test>")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// protectedSpellings are statements PostgreSQL resolves to a protected table or a
+// listed function, spelled every way the grammar allows. Each must reach the parser.
+var protectedSpellings = []string{
+	`UPDATE inventory SET quantity = 1`,
+	`UPDATE INVENTORY SET quantity = 1`,
+	`update InVeNtOrY set quantity = 1`,
+	`UPDATE "inventory" SET quantity = 1`,
+	`UPDATE public.inventory SET quantity = 1`,
+	`UPDATE "public"."inventory" SET quantity = 1`,
+	`UPDATE PUBLIC . INVENTORY SET quantity = 1`,
+	`UPDATE public/* a comment */.inventory SET quantity = 1`,
+	"UPDATE public.--a line comment\ninventory SET quantity = 1",
+	`UPDATE ONLY inventory AS i SET quantity = 1`,
+	`UPDATE U&"inventory" SET quantity = 1`,
+	`UPDATE U&"\0069nventory" SET quantity = 1`,
+	`UPDATE u&"\+000069\+00006Eventory" SET quantity = 1`,
+	`UPDATE U&"!0069nventory" UESCAPE '!' SET quantity = 1`,
+	`UPDATE public.U&"\0069\006E\0076\0065\006E\0074\006F\0072\0079" SET quantity = 1`,
+	`DELETE FROM Inventory WHERE sku = $1`,
+	`INSERT INTO "inventory" (sku, quantity) VALUES ('z', 1)`,
+	`INSERT INTO INVENTORY (sku, quantity) VALUES ('z', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2`,
+	`MERGE INTO Public.Inventory i USING staging s ON i.sku = s.sku WHEN MATCHED THEN DELETE`,
+	`WITH x AS (UPDATE INVENTORY SET quantity = 0 RETURNING sku) SELECT * FROM x`,
+	`EXPLAIN ANALYZE DELETE FROM "inventory"`,
+	`TRUNCATE U&"\0069nventory"`,
+	`COPY Inventory FROM STDIN`,
+	`PREPARE p AS UPDATE INVENTORY SET quantity = 0`,
+	`DO $$ BEGIN UPDATE INVENTORY SET quantity = 0; END $$`,
+	`SELECT 1; DELETE FROM inventory`,
+	`UPDATE billing.invoices SET total = 1`,
+	`UPDATE BILLING.INVOICES SET total = 1`,
+	`UPDATE "billing"."invoices" SET total = 1`,
+	`UPDATE billing . "invoices" SET total = 1`,
+	`UPDATE Invoices SET total = 1`,
+	`UPDATE billing.U&"\0069nvoices" SET total = 1`,
+	`UPDATE "Orders" SET n = 1`,
+	`UPDATE public."Orders" SET n = 1`,
+	`UPDATE U&"\004Frders" SET n = 1`,
+	`UPDATE U&"Orders" SET n = 1`,
+	`UPDATE "odd""name" SET n = 1`,
+	`UPDATE U&"odd""name" SET n = 1`,
+	`UPDATE café SET n = 1`,
+	`UPDATE CAFé SET n = 1`,
+	`UPDATE "café" SET n = 1`,
+	`UPDATE U&"caf\00E9" SET n = 1`,
+	`SELECT billing.recalc()`,
+	`SELECT BILLING.RECALC()`,
+	`SELECT "billing"."recalc"()`,
+	`CALL Billing.U&"recalc"()`,
+	`UPDATE jobs SET lease_epoch = lease_epoch + 1, status = 'running'`,
+	`UPDATE JOBS SET Status = 'done'`,
+}
+
+// TestPreCheckCatchesProtectedSpellings: the pre-check lets a statement skip the
+// parser, so a protected write it misses would be sent unfenced. Every spelling must
+// pass the pre-check, and — to show the case is real, not vacuous — the parser must
+// then find the protected write (or refuse the statement for it).
+func TestPreCheckCatchesProtectedSpellings(t *testing.T) {
+	p := mustPolicy(t, spellingPolicy)
+	needles := needlesOf(p)
+	for _, q := range protectedSpellings {
+		if !mayTouchProtected(needles, q) {
+			t.Errorf("pre-check lets %q skip the parser", q)
+		}
+		if !touchesProtected(t, p, q) {
+			t.Errorf("%q: the parser finds no protected write or call; the spelling test is wrong", q)
+		}
+		if d := newFence(p).decide(q); d.act == actPass {
+			t.Errorf("%q: sent unchanged", q)
+		}
+	}
+	// And the point of the pre-check: statements that cannot touch a protected name
+	// skip the parser.
+	for _, q := range []string{
+		`SELECT 1`,
+		`UPDATE staging SET q = 1 WHERE sku = $1`,
+		`INSERT INTO audit (sku) VALUES ('a')`,
+		`SELECT * FROM "Order"`,
+		`SELECT U&'not an identifier'`,
+	} {
+		if mayTouchProtected(needles, q) {
+			t.Errorf("pre-check sends %q to the parser", q)
+		}
+	}
+}
+
+// touchesProtected is the oracle: what the full parse says, without the pre-check.
+func touchesProtected(t *testing.T, p *Policy, q string) bool {
+	t.Helper()
+	tree, err := pg.Parse(q)
+	if err != nil {
+		return false
+	}
+	writes, refusal := findWrites(p, tree)
+	return len(writes) > 0 || refusal != nil || claimWrite(p, tree) != nil
+}
+
+// FuzzPreCheck checks the pre-check's one promise on any input: when the parser
+// finds a protected write, a listed function or a claim in a statement, the
+// pre-check did not let that statement skip the parser. Run it with
+// go test -run '^$' -fuzz FuzzPreCheck; plain go test runs the seeds.
+func FuzzPreCheck(f *testing.F) {
+	for _, q := range protectedSpellings {
+		f.Add(q)
+	}
+	p := mustPolicy(f, spellingPolicy)
+	needles := needlesOf(p)
+	f.Fuzz(func(t *testing.T, q string) {
+		if len(q) > 4096 || mayTouchProtected(needles, q) {
+			return
+		}
+		if touchesProtected(t, p, q) {
+			t.Fatalf("pre-check lets %q skip the parser, which finds a protected write in it", q)
+		}
+	})
+}
+
+func passDecisionFor(i int) *decision { return &decision{act: actPass, epochParam: i} }
+
+func checkBounds(t *testing.T, c *cache) CacheStats {
+	t.Helper()
+	st := c.stats()
+	if st.Entries > st.MaxEntries || st.Bytes > st.MaxBytes {
+		t.Fatalf("over the bounds: %+v", st)
+	}
+	mapped := 0
+	c.m.Range(func(any, any) bool { mapped++; return true })
+	if mapped != st.Entries {
+		t.Fatalf("the map holds %d entries, the shards account for %d", mapped, st.Entries)
+	}
+	bytes := 0
+	for i := range c.shards {
+		for _, e := range c.shards[i].ring {
+			bytes += e.size
+		}
+	}
+	if bytes != st.Bytes {
+		t.Fatalf("entries add up to %d bytes, the shards account for %d", bytes, st.Bytes)
+	}
+	return st
+}
+
+func TestCacheBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		entries, bytes    int
+		keyLen            int
+		wantFull, wantCap int // entries expected once full (0: not checked)
+	}{
+		{name: "entry bound", entries: 1000, bytes: 32 << 20, keyLen: 40, wantFull: 1000},
+		{name: "fewer entries than shards", entries: 5, bytes: 32 << 20, keyLen: 40, wantFull: 5},
+		{name: "one entry", entries: 1, bytes: 1 << 20, keyLen: 40, wantFull: 1},
+		{name: "byte bound", entries: 100_000, bytes: 256 << 10, keyLen: 2000},
+		{name: "tiny byte bound", entries: 100, bytes: 1000, keyLen: 100},
+		{name: "disabled", entries: 0, bytes: 1 << 20, keyLen: 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCache(tc.entries, tc.bytes)
+			pad := strings.Repeat("x", tc.keyLen)
+			for i := range 5000 {
+				key := strconv.Itoa(i) + pad
+				c.put(key, passDecisionFor(i))
+				if d, ok := c.get(key); ok && d.epochParam != i {
+					t.Fatalf("key %d: got the decision for %d", i, d.epochParam)
+				}
+				if st := c.stats(); st.Entries > st.MaxEntries || st.Bytes > st.MaxBytes {
+					t.Fatalf("after %d insertions, over the bounds: %+v", i+1, st)
+				}
+				if i%500 == 0 {
+					checkBounds(t, c)
+				}
+			}
+			st := checkBounds(t, c)
+			if tc.wantFull > 0 && st.Entries != tc.wantFull {
+				t.Errorf("full cache holds %d entries, want %d", st.Entries, tc.wantFull)
+			}
+			if tc.name == "byte bound" && st.Bytes < tc.bytes*3/4 {
+				t.Errorf("byte-bound cache holds %d of %d bytes: its shards waste the budget", st.Bytes, tc.bytes)
+			}
+			if tc.entries == 0 && st.Entries != 0 {
+				t.Errorf("a disabled cache holds %d entries", st.Entries)
+			}
+		})
+	}
+	t.Run("larger than a shard", func(t *testing.T) {
+		c := newCache(100, 10_000)
+		c.put(strings.Repeat("y", 20_000), passDecision)
+		if st := checkBounds(t, c); st.Entries != 0 {
+			t.Fatalf("an entry larger than the budget was cached: %+v", st)
+		}
+	})
+}
+
+// TestCacheKeepsHotEntries: a stream of one-off statements (inlined literals) must
+// not flush the statements the application runs all the time; CLOCK evicts the
+// entries not used since the hand last passed.
+func TestCacheKeepsHotEntries(t *testing.T) {
+	c := newCache(1000, 32<<20)
+	hot := make([]string, 50)
+	for i := range hot {
+		hot[i] = fmt.Sprintf("UPDATE inventory SET quantity = $1 WHERE sku = 'hot-%d'", i)
+		c.put(hot[i], passDecisionFor(i))
+	}
+	missed := 0
+	for i := range 20_000 {
+		c.put(fmt.Sprintf("SELECT * FROM t WHERE id = %d", i), passDecision)
+		if i%100 == 0 {
+			for _, h := range hot {
+				if _, ok := c.get(h); !ok {
+					missed++
+					c.put(h, passDecision)
+				}
+			}
+		}
+	}
+	// Between two visits of the hot set, 100 one-offs arrive; a random or FIFO
+	// policy over 1000 slots would drop a few hot entries on nearly every round.
+	if missed > len(hot) {
+		t.Fatalf("hot statements missed %d times while one-off statements streamed through", missed)
+	}
+	checkBounds(t, c)
+}
+
+// TestCacheConcurrent hammers one cache from many goroutines (run it with -race):
+// the bounds hold, every lookup is counted once, and no lookup returns another
+// statement's decision.
+func TestCacheConcurrent(t *testing.T) {
+	c := newCache(200, 1<<20)
+	const workers, perWorker = 16, 4000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				k := (i*7 + w) % 500 // a shared working set larger than the cache
+				key := "SELECT " + strconv.Itoa(k)
+				if d, ok := c.get(key); ok {
+					if d.epochParam != k {
+						t.Errorf("%s: decision for %d", key, d.epochParam)
+					}
+					continue
+				}
+				c.put(key, passDecisionFor(k))
+			}
+		})
+	}
+	wg.Wait()
+	st := checkBounds(t, c)
+	if st.Hits+st.Misses != workers*perWorker {
+		t.Fatalf("%d hits + %d misses, want %d lookups", st.Hits, st.Misses, workers*perWorker)
+	}
+	if st.Evictions == 0 || st.Hits == 0 {
+		t.Fatalf("the workload should both hit and evict: %+v", st)
+	}
+}
+
+// TestCacheMemoryBound runs 100 000 distinct statements through a fence whose cache
+// has a small byte budget, and checks the bound against the heap itself: the
+// accounted bytes must never exceed the budget, and what the cache really retains
+// must fit in what it accounts (so cacheEntryOverhead is not an underestimate).
+func TestCacheMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parses thousands of statements")
+	}
+	const budget = 4 << 20
+	f := newFence(mustPolicy(t, spellingPolicy))
+	f.cache = newCache(defaultCacheEntries, budget)
+	// The first parse initialises protobuf's descriptors once per process; that is
+	// not the cache's memory.
+	decide(f.policy, f.needles, `UPDATE inventory SET quantity = 1 WHERE sku = 'warm-up'`)
+	before := heapInUse()
+	for i := range 100_000 {
+		var q string
+		switch i % 100 {
+		case 0: // a protected write with inlined literals: parsed and rewritten
+			q = fmt.Sprintf("UPDATE inventory SET quantity = %d, note = 'n%d' WHERE sku = 'sku-%d'", i%7, i, i)
+		case 1: // a protected read: parsed, sent unchanged
+			q = fmt.Sprintf("SELECT quantity FROM inventory WHERE sku = 'sku-%d'", i)
+		default: // everything else: the pre-check passes it without parsing
+			q = fmt.Sprintf("SELECT id, name, created_at FROM customers WHERE id = %d AND region = 'r%d'", i, i%13)
+		}
+		f.decide(q)
+		if i%10_000 == 0 {
+			checkBounds(t, f.cache)
+		}
+	}
+	st := checkBounds(t, f.cache)
+	retained := heapInUse() - before
+	t.Logf("100 000 distinct statements: %d entries, %d accounted bytes (budget %d), %d bytes retained on the heap, %d evictions",
+		st.Entries, st.Bytes, st.MaxBytes, retained, st.Evictions)
+	if st.Bytes < budget/2 {
+		t.Fatalf("the workload did not fill the byte budget (%d of %d); it tests nothing", st.Bytes, budget)
+	}
+	if retained > int64(st.Bytes) {
+		t.Fatalf("the cache retains %d bytes but accounts for %d: raise cacheEntryOverhead", retained, st.Bytes)
+	}
+	runtime.KeepAlive(f)
+}
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestCacheStatsOf: the public view of a connector's cache counts what the
+// connections decided.
+func TestCacheStatsOf(t *testing.T) {
+	c := NewConnector(nopdriver.Connector{}, mustPolicy(t, spellingPolicy))
+	cn, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithEpoch(context.Background(), 7)
+	exec := cn.(driver.ExecerContext)
+	for range 3 {
+		for _, q := range []string{`UPDATE inventory SET quantity = 1`, `SELECT 1`} {
+			if _, err := exec.ExecContext(ctx, q, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st, ok := CacheStatsOf(c)
+	if !ok {
+		t.Fatal("CacheStatsOf: not a sqlfence connector")
+	}
+	if st.Hits != 4 || st.Misses != 2 || st.Entries != 2 || st.MaxEntries != defaultCacheEntries || st.Bytes <= 0 {
+		t.Fatalf("stats %+v, want 4 hits, 2 misses, 2 entries", st)
+	}
+	if r := st.HitRate(); r < 0.66 || r > 0.67 {
+		t.Fatalf("hit rate %v, want 4/6", r)
+	}
+	if _, ok := CacheStatsOf(nopdriver.Connector{}); ok {
+		t.Fatal("CacheStatsOf accepted a connector that is not sqlfence's")
+	}
+}
+
+// TestConnMemo: a connection's memo answers repeated statements, counts its answers
+// as cache hits, and stays correct when the shared cache evicts what it remembers
+// or the connection runs more statements than the memo holds.
+func TestConnMemo(t *testing.T) {
+	f := newFence(mustPolicy(t, spellingPolicy))
+	f.cache = newCache(16, 1<<20) // small: the loop below evicts constantly
+	c := &conn{inner: &nopdriver.Conn{}, fence: f}
+	const update = `UPDATE inventory SET quantity = $1 WHERE sku = $2`
+	want := decide(f.policy, f.needles, update).sql
+	for i := range 200 {
+		if d := c.decide(update); d.act != actRewrite || d.sql != want {
+			t.Fatalf("round %d: decision %+v", i, d)
+		}
+		// More statements than the memo has slots, and than the cache has entries.
+		for j := range 2 * memoSlots {
+			q := fmt.Sprintf("SELECT %d FROM customers WHERE id = %d", j, i)
+			if d := c.decide(q); d.act != actPass {
+				t.Fatalf("%s: decision %+v", q, d)
+			}
+		}
+	}
+	st := checkBounds(t, f.cache)
+	if st.Hits+st.Misses != 200*(1+2*memoSlots) {
+		t.Fatalf("%d hits + %d misses, want every lookup counted once", st.Hits, st.Misses)
+	}
+	if st.Hits < 199 {
+		t.Fatalf("%d hits: the repeated UPDATE was not answered from the memo", st.Hits)
+	}
+}
+
+// TestConnDecideConcurrent: connections of one connector decide in parallel (each
+// used by one goroutine, as database/sql does), sharing the cache. Run with -race.
+func TestConnDecideConcurrent(t *testing.T) {
+	f := newFence(mustPolicy(t, spellingPolicy))
+	f.cache = newCache(64, 1<<20)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			c := &conn{inner: &nopdriver.Conn{}, fence: f}
+			for i := range 2000 {
+				// A working set larger than the cache: mostly statements the
+				// pre-check passes, and a few protected writes to parse.
+				k := strconv.Itoa((i*3 + w) % 100)
+				q, want := "SELECT * FROM customers WHERE id = "+k, actPass
+				if k[len(k)-1] == '0' {
+					q, want = "UPDATE inventory SET quantity = $1 WHERE sku = 'k"+k+"'", actRewrite
+				}
+				if d := c.decide(q); d.act != want || want == actRewrite && !strings.Contains(d.sql, "'k"+k+"'") {
+					t.Errorf("%s: decision %+v", q, d)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	checkBounds(t, f.cache)
+}
