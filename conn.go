@@ -13,6 +13,7 @@ import (
 type conn struct {
 	inner driver.Conn
 	fence *fence
+	memo  decisionMemo // the last decisions this connection looked up (cache.go)
 }
 
 var (
@@ -32,7 +33,7 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	d := c.fence.decide(query)
+	d := c.decide(query)
 	send := query
 	switch {
 	case c.fence.policy.Enforce == EnforceShadow:
@@ -88,7 +89,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		// database/sql then prepares the statement, and PrepareContext fences it.
 		return nil, driver.ErrSkip
 	}
-	d := c.fence.decide(query)
+	d := c.decide(query)
 	if d.act == actPass {
 		return execer.ExecContext(ctx, query, args)
 	}
@@ -113,7 +114,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	d := c.fence.decide(query)
+	d := c.decide(query)
 	if d.act == actPass {
 		return queryer.QueryContext(ctx, query, args)
 	}
