@@ -299,60 +299,51 @@ func (w *write) harm() string {
 // says why the statement is opaque when a write sits where no epoch can reach (a rule
 // or function body) or it calls a function the policy lists.
 func protectedWrites(pol *sqlfence.Policy, stmt *pg.Node) (writes []write, opaque string) {
-	var visit func(m protoreflect.Message, inBody bool)
-	visit = func(m protoreflect.Message, inBody bool) {
-		var (
-			rv   *pg.RangeVar
-			kind string
-		)
-		switch s := m.Interface().(type) {
-		case *pg.UpdateStmt:
-			rv, kind = s.Relation, "UPDATE"
-		case *pg.DeleteStmt:
-			rv, kind = s.Relation, "DELETE"
-		case *pg.InsertStmt:
-			rv, kind = s.Relation, "INSERT"
-		case *pg.MergeStmt:
-			rv, kind = s.Relation, "MERGE"
-		case *pg.ExplainStmt:
-			if !pgtree.ExplainAnalyze(s) {
-				return // plain EXPLAIN plans the write without running it
-			}
-		case *pg.RuleStmt, *pg.CreateFunctionStmt:
-			inBody = true
-		case *pg.FuncCall:
-			if listedFunction(pol, s.Funcname) && opaque == "" {
-				opaque = "it calls a function the policy lists as writing protected tables"
-			}
-		}
-		if rv != nil {
-			if t, ambiguous := pol.Match(rv.Schemaname, rv.Relname); t != nil {
-				if inBody && opaque == "" {
-					opaque = "a rule or function body that writes a protected table runs without the fence"
+	var visit func(inBody bool) func(m protoreflect.Message) bool
+	visit = func(inBody bool) func(m protoreflect.Message) bool {
+		return func(m protoreflect.Message) bool {
+			var (
+				rv   *pg.RangeVar
+				kind string
+			)
+			switch s := m.Interface().(type) {
+			case *pg.UpdateStmt:
+				rv, kind = s.Relation, "UPDATE"
+			case *pg.DeleteStmt:
+				rv, kind = s.Relation, "DELETE"
+			case *pg.InsertStmt:
+				rv, kind = s.Relation, "INSERT"
+			case *pg.MergeStmt:
+				rv, kind = s.Relation, "MERGE"
+			case *pg.ExplainStmt:
+				return pgtree.ExplainAnalyze(s) // plain EXPLAIN plans the write without running it
+			case *pg.RuleStmt, *pg.CreateFunctionStmt:
+				if !inBody {
+					// A body's writes run later, inside the database: walk it as such.
+					pgtree.Walk(m, visit(true))
+					return false
 				}
-				qual := rv.Relname
-				if rv.Alias != nil && rv.Alias.Aliasname != "" {
-					qual = rv.Alias.Aliasname
+			case *pg.FuncCall:
+				if listedFunction(pol, s.Funcname) && opaque == "" {
+					opaque = "it calls a function the policy lists as writing protected tables"
 				}
-				writes = append(writes, write{kind: kind, table: t, ambiguous: ambiguous, rv: rv, qual: qual, node: m.Interface()})
 			}
-		}
-		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
-				return true
-			}
-			if fd.IsList() {
-				l := v.List()
-				for i := 0; i < l.Len(); i++ {
-					visit(l.Get(i).Message(), inBody)
+			if rv != nil {
+				if t, ambiguous := pol.Match(rv.Schemaname, rv.Relname); t != nil {
+					if inBody && opaque == "" {
+						opaque = "a rule or function body that writes a protected table runs without the fence"
+					}
+					qual := rv.Relname
+					if rv.Alias != nil && rv.Alias.Aliasname != "" {
+						qual = rv.Alias.Aliasname
+					}
+					writes = append(writes, write{kind: kind, table: t, ambiguous: ambiguous, rv: rv, qual: qual, node: m.Interface()})
 				}
-			} else {
-				visit(v.Message(), inBody)
 			}
 			return true
-		})
+		}
 	}
-	visit(stmt.ProtoReflect(), false)
+	pgtree.Walk(stmt.ProtoReflect(), visit(false))
 	return writes, opaque
 }
 
