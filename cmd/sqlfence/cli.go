@@ -161,13 +161,5 @@ func quoteIdent(s string) string {
 	return pgx.Identifier{s}.Sanitize()
 }
 
-// qualified quotes a schema-qualified name.
-func qualified(schema, name string) string {
-	if schema == "" {
-		return quoteIdent(name)
-	}
-	return quoteIdent(schema) + "." + quoteIdent(name)
-}
-
 // quoteLiteral quotes a PostgreSQL string literal (standard_conforming_strings on).
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
