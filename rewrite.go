@@ -1056,9 +1056,7 @@ func verify(want *pg.ParseResult, out string) *Error {
 	if err != nil {
 		return unexpected(nil, "the fenced statement does not parse: "+err.Error())
 	}
-	pgtree.StripLocations(want.ProtoReflect())
-	pgtree.StripLocations(got.ProtoReflect())
-	if !proto.Equal(want, got) {
+	if !pgtree.Equal(want.ProtoReflect(), got.ProtoReflect()) {
 		return unexpected(nil, "the fenced statement does not parse to the intended tree")
 	}
 	return nil

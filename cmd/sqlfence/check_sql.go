@@ -9,11 +9,11 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"google.golang.org/protobuf/proto"
 )
 
 // maxSQLFileBytes bounds what is read; what reaches the C parser is also bounded in
@@ -554,8 +554,5 @@ func columnRef(n *pg.Node) []string {
 
 // sameExpr compares two expressions, ignoring where they are in the text.
 func sameExpr(a, b *pg.Node) bool {
-	ca, cb := proto.Clone(a), proto.Clone(b)
-	pgtree.StripLocations(ca.ProtoReflect())
-	pgtree.StripLocations(cb.ProtoReflect())
-	return proto.Equal(ca, cb)
+	return pgtree.Equal(a.ProtoReflect(), b.ProtoReflect())
 }

@@ -90,21 +90,6 @@ func Walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
 	})
 }
 
-// StripLocations clears every position in the tree, so that trees of different
-// texts compare equal when they mean the same.
-func StripLocations(m protoreflect.Message) {
-	Walk(m, func(m protoreflect.Message) bool {
-		m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
-			switch fd.Name() {
-			case "location", "stmt_location", "stmt_len":
-				m.Clear(fd)
-			}
-			return true
-		})
-		return true
-	})
-}
-
 // ExplainAnalyze reports whether EXPLAIN runs its statement. PostgreSQL accepts an
 // option twice and the last one wins; an argument that cannot be read counts as on.
 func ExplainAnalyze(e *pg.ExplainStmt) bool {
@@ -136,4 +121,69 @@ func FuncName(name []*pg.Node) (schema, fn string) {
 		return "", name[0].GetString_().GetSval()
 	}
 	return name[len(name)-2].GetString_().GetSval(), name[len(name)-1].GetString_().GetSval()
+}
+
+// Equal reports whether two trees are the same apart from positions: one pass over
+// both, where stripping them and comparing would walk each tree twice more.
+func Equal(a, b protoreflect.Message) bool {
+	if a.Descriptor() != b.Descriptor() {
+		return false
+	}
+	na, nb := 0, 0
+	equal := true
+	a.Range(func(fd protoreflect.FieldDescriptor, va protoreflect.Value) bool {
+		if isPosition(fd) {
+			return true
+		}
+		na++
+		if !b.Has(fd) {
+			equal = false
+			return false
+		}
+		equal = equalValue(fd, va, b.Get(fd))
+		return equal
+	})
+	if !equal {
+		return false
+	}
+	b.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if !isPosition(fd) {
+			nb++
+		}
+		return true
+	})
+	return na == nb
+}
+
+func isPosition(fd protoreflect.FieldDescriptor) bool {
+	switch fd.Name() {
+	case "location", "stmt_location", "stmt_len":
+		return true
+	}
+	return false
+}
+
+func equalValue(fd protoreflect.FieldDescriptor, a, b protoreflect.Value) bool {
+	switch {
+	case fd.IsList():
+		la, lb := a.List(), b.List()
+		if la.Len() != lb.Len() {
+			return false
+		}
+		for i := 0; i < la.Len(); i++ {
+			if fd.Kind() == protoreflect.MessageKind {
+				if !Equal(la.Get(i).Message(), lb.Get(i).Message()) {
+					return false
+				}
+			} else if !la.Get(i).Equal(lb.Get(i)) {
+				return false
+			}
+		}
+		return true
+	case fd.IsMap():
+		return a.Equal(b)
+	case fd.Kind() == protoreflect.MessageKind:
+		return Equal(a.Message(), b.Message())
+	}
+	return a.Equal(b)
 }

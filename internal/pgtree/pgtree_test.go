@@ -1,0 +1,57 @@
+package pgtree
+
+import (
+	"strings"
+	"testing"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+func TestEqualIgnoresPositionsOnly(t *testing.T) {
+	parse := func(sql string) *pg.ParseResult {
+		t.Helper()
+		r, err := pg.Parse(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base := parse("UPDATE t SET a = 1 WHERE b = $1")
+	for sql, want := range map[string]bool{
+		"update t set a=1 where b=$1":            true,
+		"UPDATE t /* c */ SET a = 1\nWHERE b=$1": true,
+		"UPDATE t SET a = 2 WHERE b = $1":        false,
+		"UPDATE t SET a = 1 WHERE b = $2":        false,
+		"UPDATE t SET a = 1 WHERE b = $1 AND c":  false,
+		"UPDATE ONLY t SET a = 1 WHERE b = $1":   false,
+		"UPDATE t SET a = 1":                     false,
+	} {
+		if got := Equal(base.ProtoReflect(), parse(sql).ProtoReflect()); got != want {
+			t.Errorf("%s: Equal = %v, want %v", sql, got, want)
+		}
+	}
+}
+
+func TestBounds(t *testing.T) {
+	scan := func(sql string) (int, string) {
+		s, err := pg.Scan(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Bounds(s.Tokens)
+	}
+	for name, sql := range map[string]string{
+		"operators":              "SELECT " + strings.Repeat("1+", MaxOperatorChain+1) + "1",
+		"operators across calls": "SELECT " + strings.Repeat("f(1,1)+", MaxOperatorChain+1) + "1",
+		"nesting":                "SELECT " + strings.Repeat("(", MaxNesting+1) + "1" + strings.Repeat(")", MaxNesting+1),
+		"postfix":                "SELECT 1" + strings.Repeat("::int", MaxTokenRun),
+		"unions":                 "SELECT 1,1" + strings.Repeat(" UNION SELECT 1,1", MaxLinks+1),
+	} {
+		if _, msg := scan(sql); msg == "" {
+			t.Errorf("%s: within bounds", name)
+		}
+	}
+	if _, msg := scan("SELECT " + strings.Repeat("1, ", 50000) + "1"); msg != "" {
+		t.Errorf("a long list: %s", msg)
+	}
+}
