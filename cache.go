@@ -176,7 +176,8 @@ func (c *conn) decide(query string) *decision {
 // cache's statistics and keep the entries in use for the eviction hand. An entry the
 // shared cache has evicted can stay remembered: decisions never go stale (they depend
 // only on the text and the policy), and what that holds on to is bounded by
-// memoSlots entries of at most memoMaxEntryBytes per open connection.
+// memoSlots entries of at most memoMaxEntryBytes, and the application's memoSlots
+// query strings, per open connection (pgx's statement cache keeps hundreds).
 type decisionMemo struct {
 	queries [memoSlots]string
 	entries [memoSlots]*cacheEntry
