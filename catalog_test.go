@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
 // TestResolveCatalog: with resolve: catalog, writes through a partition, an
@@ -18,13 +17,7 @@ import (
 // the table itself, and a view that cannot carry the fence is refused.
 func TestResolveCatalog(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`
+	dsn, _ := newRawDB(t, `
 		CREATE TABLE events (id int, at date NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0) PARTITION BY RANGE (at);
 		CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
 		CREATE TABLE inventory (sku text PRIMARY KEY, quantity int, writer_epoch bigint NOT NULL DEFAULT 0);
@@ -32,9 +25,7 @@ func TestResolveCatalog(t *testing.T) {
 		CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
 		CREATE VIEW stock_plain AS SELECT sku, quantity FROM inventory;
 		INSERT INTO events_2026 VALUES (1, '2026-05-01', 5);
-		INSERT INTO inventory VALUES ('a', 1, 5);`); err != nil {
-		t.Fatal(err)
-	}
+		INSERT INTO inventory VALUES ('a', 1, 5);`)
 	policy := writePolicy(t, "version: 1\nresolve: catalog\ntables:\n  - name: events\n  - name: inventory\n")
 	db, err := sql.Open("sqlfence", withParam(dsn, "sqlfence_policy", policy))
 	if err != nil {
@@ -64,18 +55,10 @@ func TestResolveCatalog(t *testing.T) {
 // the connection with an error that says how to fix the table.
 func TestResolveCatalogColumnChecks(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`
+	dsn, _ := newRawDB(t, `
 		CREATE TABLE nullable (id int, writer_epoch bigint);
 		CREATE TABLE narrow (id int, writer_epoch int NOT NULL DEFAULT 0);
-		CREATE TABLE missing (id int);`); err != nil {
-		t.Fatal(err)
-	}
+		CREATE TABLE missing (id int);`)
 	for table, want := range map[string]string{
 		"nullable": "fences every write to its row forever",
 		"narrow":   "must be bigint",

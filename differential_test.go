@@ -31,7 +31,6 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
 const (
@@ -370,15 +369,7 @@ func TestDifferentialCorpus(t *testing.T) {
 			// whatever -parallel is, to stay well inside the server's max_connections.
 			corpusSlots <- struct{}{}
 			t.Cleanup(func() { <-corpusSlots })
-			dsn := pgtest.NewDB(t)
-			raw, err := sql.Open("pgx", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
-			if _, err := raw.Exec(corpusSchema); err != nil {
-				t.Fatal(err)
-			}
+			dsn, raw := newRawDB(t, corpusSchema)
 			fenced, err := sql.Open("sqlfence", corpusDSN(dsn))
 			if err != nil {
 				t.Fatal(err)
@@ -546,15 +537,7 @@ SELECT 1
 // may change, whatever sqlfence does with the statement.
 func TestStandardConformingStringsOff(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(corpusSchema + corpusSeed); err != nil {
-		t.Fatal(err)
-	}
+	dsn, raw := newRawDB(t, corpusSchema+corpusSeed)
 	fenced, err := sql.Open("sqlfence", corpusDSN(dsn))
 	if err != nil {
 		t.Fatal(err)

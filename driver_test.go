@@ -48,17 +48,25 @@ type fixture struct {
 	raw    *sql.DB
 }
 
-func newFixture(t *testing.T, policy string) *fixture {
+// newRawDB returns a fresh database, set up with setup through plain pgx, and a plain
+// pgx handle on it for arranging and inspecting data behind sqlfence's back.
+func newRawDB(t *testing.T, setup string) (dsn string, raw *sql.DB) {
 	t.Helper()
-	dsn := pgtest.NewDB(t)
+	dsn = pgtest.NewDB(t)
 	raw, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	if _, err := raw.Exec(schema); err != nil {
+	if _, err := raw.Exec(setup); err != nil {
 		t.Fatal(err)
 	}
+	return dsn, raw
+}
+
+func newFixture(t *testing.T, policy string) *fixture {
+	t.Helper()
+	dsn, raw := newRawDB(t, schema)
 	fenced, err := sql.Open("sqlfence", withParam(dsn, "sqlfence_policy", policy))
 	if err != nil {
 		t.Fatal(err)

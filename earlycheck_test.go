@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
 const earlySchema = `
@@ -33,16 +32,8 @@ tables:
 // inventory rows at epochs 5 (a), 9 (b) and 0 (c).
 func earlyDB(t *testing.T) (raw, fenced *sql.DB, pol *sqlfence.Policy) {
 	t.Helper()
-	dsn := pgtest.NewDB(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	if _, err := raw.Exec(earlySchema); err != nil {
-		t.Fatal(err)
-	}
-	pol, err = sqlfence.ParsePolicy([]byte(earlyPolicy), "early.yaml")
+	dsn, raw := newRawDB(t, earlySchema)
+	pol, err := sqlfence.ParsePolicy([]byte(earlyPolicy), "early.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
