@@ -3,6 +3,7 @@ package sqlfence
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 )
 
 type epochKey struct{}
@@ -74,10 +75,18 @@ type exactKey struct{}
 // one query after each such write that affected rows, so it is off by default; a
 // write that affected no rows is always classified.
 func WithExactAccounting(ctx context.Context) context.Context {
+	exactAccountingUsed.Store(true)
 	return context.WithValue(ctx, exactKey{}, true)
 }
 
+// exactAccountingUsed spares every fenced write a walk up its context chain in the
+// common program that never asks for exact accounting.
+var exactAccountingUsed atomic.Bool
+
 func exactAccounting(ctx context.Context) bool {
+	if !exactAccountingUsed.Load() {
+		return false
+	}
 	v, _ := ctx.Value(exactKey{}).(bool)
 	return v
 }
