@@ -142,25 +142,6 @@ func (c *cache) hit(e *cacheEntry) {
 	}
 }
 
-// decide is conn's way to a decision: its own memo, then the shared cache, then the
-// parser. fence.decide is the same without the memo.
-func (c *conn) decide(query string) *decision {
-	ca := c.fence.cache
-	if e := c.memo.lookup(query); e != nil {
-		ca.hit(e)
-		return e.d
-	}
-	if e, ok := ca.lookup(query); ok {
-		c.memo.remember(query, e)
-		return e.d
-	}
-	d := decide(c.fence.policy, c.fence.needles, query)
-	if e := ca.put(query, d); e != nil {
-		c.memo.remember(query, e)
-	}
-	return d
-}
-
 // decisionMemo is one connection's memory of the decisions it looked up last.
 //
 // Measured against PostgreSQL, a shared-cache hit costs several times what it costs in
@@ -312,7 +293,7 @@ func CacheStatsOf(c driver.Connector) (st CacheStats, ok bool) {
 	if !ok {
 		return CacheStats{}, false
 	}
-	f := fc.fence.Load()
+	f := fc.enforcer.Load()
 	if f == nil {
 		return CacheStats{}, false
 	}

@@ -108,7 +108,7 @@ func TestPreCheckCatchesProtectedSpellings(t *testing.T) {
 		if !touchesProtected(t, p, q) {
 			t.Errorf("%q: the parser finds no protected write or call; the spelling test is wrong", q)
 		}
-		if d := newFence(p).decide(q); d.act == actPass {
+		if d := newEnforcer(p).decision(q); d.act == actPass {
 			t.Errorf("%q: sent unchanged", q)
 		}
 	}
@@ -305,11 +305,11 @@ func TestCacheMemoryBound(t *testing.T) {
 		t.Skip("parses thousands of statements")
 	}
 	const budget = 4 << 20
-	f := newFence(mustPolicy(t, spellingPolicy))
+	f := newEnforcer(mustPolicy(t, spellingPolicy))
 	f.cache = newCache(defaultCacheEntries, budget)
 	// The first parse initialises protobuf's descriptors once per process; that is
 	// not the cache's memory.
-	decide(f.policy, f.needles, `UPDATE inventory SET quantity = 1 WHERE sku = 'warm-up'`)
+	analyze(f.policy, f.needles, `UPDATE inventory SET quantity = 1 WHERE sku = 'warm-up'`)
 	before := heapInUse()
 	for i := range 100_000 {
 		var q string
@@ -321,7 +321,7 @@ func TestCacheMemoryBound(t *testing.T) {
 		default: // everything else: the pre-check passes it without parsing
 			q = fmt.Sprintf("SELECT id, name, created_at FROM customers WHERE id = %d AND region = 'r%d'", i, i%13)
 		}
-		f.decide(q)
+		f.decision(q)
 		if i%10_000 == 0 {
 			checkBounds(t, f.cache)
 		}
@@ -384,19 +384,19 @@ func TestCacheStatsOf(t *testing.T) {
 // as cache hits, and stays correct when the shared cache evicts what it remembers
 // or the connection runs more statements than the memo holds.
 func TestConnMemo(t *testing.T) {
-	f := newFence(mustPolicy(t, spellingPolicy))
+	f := newEnforcer(mustPolicy(t, spellingPolicy))
 	f.cache = newCache(16, 1<<20) // small: the loop below evicts constantly
-	c := &conn{inner: &nopdriver.Conn{}, fence: f}
+	c := &conn{inner: &nopdriver.Conn{}, enf: f}
 	const update = `UPDATE inventory SET quantity = $1 WHERE sku = $2`
-	want := decide(f.policy, f.needles, update).sql
+	want := analyze(f.policy, f.needles, update).sql
 	for i := range 200 {
-		if d := c.decide(update); d.act != actRewrite || d.sql != want {
+		if d := c.lookup(update); d.act != actRewrite || d.sql != want {
 			t.Fatalf("round %d: decision %+v", i, d)
 		}
 		// More statements than the memo has slots, and than the cache has entries.
 		for j := range 2 * memoSlots {
 			q := fmt.Sprintf("SELECT %d FROM customers WHERE id = %d", j, i)
-			if d := c.decide(q); d.act != actPass {
+			if d := c.lookup(q); d.act != actPass {
 				t.Fatalf("%s: decision %+v", q, d)
 			}
 		}
@@ -413,12 +413,12 @@ func TestConnMemo(t *testing.T) {
 // TestConnDecideConcurrent: connections of one connector decide in parallel (each
 // used by one goroutine, as database/sql does), sharing the cache. Run with -race.
 func TestConnDecideConcurrent(t *testing.T) {
-	f := newFence(mustPolicy(t, spellingPolicy))
+	f := newEnforcer(mustPolicy(t, spellingPolicy))
 	f.cache = newCache(64, 1<<20)
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
-			c := &conn{inner: &nopdriver.Conn{}, fence: f}
+			c := &conn{inner: &nopdriver.Conn{}, enf: f}
 			for i := range 2000 {
 				// A working set larger than the cache: mostly statements the
 				// pre-check passes, and a few protected writes to parse.
@@ -427,7 +427,7 @@ func TestConnDecideConcurrent(t *testing.T) {
 				if k[len(k)-1] == '0' {
 					q, want = "UPDATE inventory SET quantity = $1 WHERE sku = 'k"+k+"'", actRewrite
 				}
-				if d := c.decide(q); d.act != want || want == actRewrite && !strings.Contains(d.sql, "'k"+k+"'") {
+				if d := c.lookup(q); d.act != want || want == actRewrite && !strings.Contains(d.sql, "'k"+k+"'") {
 					t.Errorf("%s: decision %+v", q, d)
 					return
 				}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // resolveCatalog reads, over the first connection, what the policy's names cannot
@@ -37,28 +39,28 @@ func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, err
 			schema, name, kind, typ := r[0].(string), r[1].(string), r[2].(string), r[3]
 			notNull, _ := r[4].(bool)
 			rel := QualifiedName{Schema: schema, Name: name}
-			target := fmt.Sprintf("%s.%s", quoteIdent(schema), quoteIdent(name))
+			target := fmt.Sprintf("%s.%s", sqlident.Quote(schema), sqlident.Quote(name))
 			switch {
 			case typ == nil && kind == "v":
 				// A view that does not show the epoch column cannot carry the fence.
 				if !seen[rel] {
 					seen[rel] = true
 					extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode,
-						unfenceable: "the view " + target + " writes the protected table " + t.QualifiedName.String() + " but has no " + quoteIdent(t.EpochColumn) + " column"})
+						unfenceable: "the view " + target + " writes the protected table " + t.QualifiedName.String() + " but has no " + sqlident.Quote(t.EpochColumn) + " column"})
 				}
 				continue
 			case typ == nil:
 				problems = append(problems, fmt.Sprintf("%s has no epoch column %s: ALTER TABLE %s ADD COLUMN %s bigint NOT NULL DEFAULT 0",
-					target, quoteIdent(t.EpochColumn), target, quoteIdent(t.EpochColumn)))
+					target, sqlident.Quote(t.EpochColumn), target, sqlident.Quote(t.EpochColumn)))
 				continue
 			case typ.(string) != "bigint":
 				problems = append(problems, fmt.Sprintf("%s.%s is %s; the epoch column must be bigint: ALTER TABLE %s ALTER COLUMN %s TYPE bigint",
-					target, quoteIdent(t.EpochColumn), typ, target, quoteIdent(t.EpochColumn)))
+					target, sqlident.Quote(t.EpochColumn), typ, target, sqlident.Quote(t.EpochColumn)))
 				continue
 			case kind != "v" && !notNull:
 				problems = append(problems, fmt.Sprintf("%s.%s is nullable, and a NULL epoch fences every write to its row forever (NULL < $e is never true): "+
 					"UPDATE %s SET %s = 0 WHERE %s IS NULL; ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
-					target, quoteIdent(t.EpochColumn), target, quoteIdent(t.EpochColumn), quoteIdent(t.EpochColumn), target, quoteIdent(t.EpochColumn)))
+					target, sqlident.Quote(t.EpochColumn), target, sqlident.Quote(t.EpochColumn), sqlident.Quote(t.EpochColumn), target, sqlident.Quote(t.EpochColumn)))
 				continue
 			}
 			if !seen[rel] && !(t.Schema == "" && rel.Name == t.Name) {

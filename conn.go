@@ -8,11 +8,11 @@ import (
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
-// server — Exec, Query, Prepare — goes through decide, so no code path writes a
+// server — Exec, Query, Prepare — goes through lookup, so no code path writes a
 // protected table unfenced.
 type conn struct {
 	inner driver.Conn
-	fence *fence
+	enf   *enforcer
 	memo  decisionMemo // the last decisions this connection looked up (cache.go)
 }
 
@@ -33,17 +33,17 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	d := c.decide(query)
+	d := c.lookup(query)
 	send := query
 	switch {
-	case c.fence.policy.Enforce == EnforceShadow:
+	case c.enf.policy.Enforce == EnforceShadow:
 		if d.act == actRefuse {
-			c.fence.log.WarnContext(ctx, "sqlfence shadow: would refuse", "error", d.refusal.with(query, 0).Error())
+			c.enf.log.WarnContext(ctx, "sqlfence shadow: would refuse", "error", d.refusal.forStatement(query, 0).Error())
 		}
 		d = passDecision
 	case d.act == actRefuse:
 		epoch, _ := EpochFrom(ctx)
-		return nil, d.refusal.with(query, epoch)
+		return nil, d.refusal.forStatement(query, epoch)
 	case d.act == actRewrite:
 		send = d.sql
 	}
@@ -60,6 +60,25 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		return s, err
 	}
 	return &stmt{inner: s, conn: c, d: d, query: query}, nil
+}
+
+// lookup is conn's way to a decision: its own memo, then the shared cache, then the
+// analysis. enforcer.decision is the same without the memo.
+func (c *conn) lookup(query string) *decision {
+	ca := c.enf.cache
+	if e := c.memo.lookup(query); e != nil {
+		ca.hit(e)
+		return e.d
+	}
+	if e, ok := ca.lookup(query); ok {
+		c.memo.remember(query, e)
+		return e.d
+	}
+	d := analyze(c.enf.policy, c.enf.needles, query)
+	if e := ca.put(query, d); e != nil {
+		c.memo.remember(query, e)
+	}
+	return d
 }
 
 var passDecision = &decision{act: actPass}
@@ -89,20 +108,20 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		// database/sql then prepares the statement, and PrepareContext fences it.
 		return nil, driver.ErrSkip
 	}
-	d := c.decide(query)
+	d := c.lookup(query)
 	if d.act == actPass {
 		return execer.ExecContext(ctx, query, args)
 	}
-	call, err := c.fence.bind(ctx, d, query, args)
+	call, err := c.enf.bind(ctx, d, query, args)
 	if err != nil {
 		return nil, err
 	}
 	res, err := execer.ExecContext(ctx, call.send, call.args)
-	if err != nil || !call.fence {
+	if err != nil || !call.fenced {
 		return res, err
 	}
 	if n, err := res.RowsAffected(); err == nil && (n == 0 || call.d.classify != nil && exactAccounting(ctx)) {
-		if err := c.fence.check(ctx, c.inner, &call, n); err != nil {
+		if err := c.enf.check(ctx, c.inner, &call, n); err != nil {
 			return nil, err
 		}
 	}
@@ -114,19 +133,19 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	d := c.decide(query)
+	d := c.lookup(query)
 	if d.act == actPass {
 		return queryer.QueryContext(ctx, query, args)
 	}
-	call, err := c.fence.bind(ctx, d, query, args)
+	call, err := c.enf.bind(ctx, d, query, args)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := queryer.QueryContext(ctx, call.send, call.args)
-	if err != nil || !call.fence || d.classify == nil || !d.classify.returning {
+	if err != nil || !call.fenced || d.classify == nil || !d.classify.returning {
 		return rows, err
 	}
-	return c.fence.fencedRows(ctx, c.inner, rows, call), nil
+	return c.enf.wrapRows(ctx, c.inner, rows, call), nil
 }
 
 func (c *conn) Ping(ctx context.Context) error {
@@ -175,10 +194,10 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 		return nil, fmt.Errorf("sqlfence: RawConn: %T is not a sqlfence connection; call it inside sql.Conn.Raw of a sqlfence DB", driverConn)
 	}
 	reason, ok := unfencedReason(ctx)
-	if !ok || !c.fence.policy.AllowUnfenced {
+	if !ok || !c.enf.policy.AllowUnfenced {
 		return nil, &Error{Kind: ErrUnfenced, Reason: "the raw driver connection bypasses the fence",
 			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
 	}
-	c.fence.log.WarnContext(ctx, "sqlfence: raw connection handed out", "reason", reason)
+	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "reason", reason)
 	return c.inner, nil
 }

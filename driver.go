@@ -200,13 +200,13 @@ func NewConnector(inner driver.Connector, p *Policy) driver.Connector {
 		c.err = errors.New("sqlfence: NewConnector: nil policy; load one with LoadPolicy")
 		return c
 	}
-	c.fence.Store(newFence(p))
+	c.enforcer.Store(newEnforcer(p))
 	return c
 }
 
 type connector struct {
 	inner driver.Connector
-	fence atomic.Pointer[fence]
+	enforcer atomic.Pointer[enforcer]
 	err   error
 
 	// resolveMu serialises the catalog read of resolve: catalog; resolved records
@@ -228,30 +228,30 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := c.fence.Load()
+	f := c.enforcer.Load()
 	if f.policy.ResolveCatalog {
 		if f, err = c.resolve(ctx, ic); err != nil {
 			ic.Close()
 			return nil, err
 		}
 	}
-	return &conn{inner: ic, fence: f}, nil
+	return &conn{inner: ic, enf: f}, nil
 }
 
 // resolve extends the policy from the catalog once, before any connection is handed
 // out, so that no statement is ever decided under the unresolved policy.
-func (c *connector) resolve(ctx context.Context, ic driver.Conn) (*fence, error) {
+func (c *connector) resolve(ctx context.Context, ic driver.Conn) (*enforcer, error) {
 	c.resolveMu.Lock()
 	defer c.resolveMu.Unlock()
 	if c.resolved {
-		return c.fence.Load(), nil
+		return c.enforcer.Load(), nil
 	}
-	p, err := resolveCatalog(ctx, ic, c.fence.Load().policy)
+	p, err := resolveCatalog(ctx, ic, c.enforcer.Load().policy)
 	if err != nil {
 		return nil, err
 	}
-	f := newFence(p)
-	c.fence.Store(f)
+	f := newEnforcer(p)
+	c.enforcer.Store(f)
 	c.resolved = true
 	return f, nil
 }

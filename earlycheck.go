@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // RowQuerier runs a query that returns one row: *sql.DB, *sql.Conn and
@@ -49,7 +50,7 @@ type RowQuerier interface {
 // fenced by the driver as usual. An epoch equal to the context's is not
 // newer: it is this execution's own earlier write.
 func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where string, args ...any) error {
-	parts, err := splitPolicyIdent(table)
+	parts, err := sqlident.Split(table)
 	if err == nil && len(parts) > 2 {
 		err = fmt.Errorf("%d dot-separated parts; use name or schema.name", len(parts))
 	}

@@ -82,7 +82,7 @@ func abbreviate(s string, n int) string {
 
 // withStatement returns a copy of e that names the statement and epoch, so a cached
 // refusal is never shared between callers.
-func (e *Error) with(stmt string, epoch int64) *Error {
+func (e *Error) forStatement(stmt string, epoch int64) *Error {
 	c := *e
 	c.Statement = stmt
 	c.Epoch = epoch

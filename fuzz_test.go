@@ -58,11 +58,11 @@ func FuzzRewrite(f *testing.F) {
 		f.Add(in)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		d := decide(p, needles, sql)
+		d := analyze(p, needles, sql)
 		if problems := checkDecision(p, sql, d); len(problems) > 0 {
 			t.Fatalf("statement:\n%s\ndecision: %s\nproblems:\n  %s", sql, outcome(d), strings.Join(problems, "\n  "))
 		}
-		again := decide(p, needles, sql)
+		again := analyze(p, needles, sql)
 		if again.act != d.act || again.sql != d.sql || again.epochParam != d.epochParam {
 			t.Fatalf("statement:\n%s\ndecide is not deterministic: %s, then %s", sql, outcome(d), outcome(again))
 		}
@@ -738,7 +738,7 @@ const deepChildEnv = "SQLFENCE_TEST_DEEP_INPUT"
 func TestDecideDeepInputs(t *testing.T) {
 	if name := os.Getenv(deepChildEnv); name != "" {
 		p := testPolicy(t)
-		d := decide(p, needlesOf(p), deepInputs[name]())
+		d := analyze(p, needlesOf(p), deepInputs[name]())
 		fmt.Printf("outcome: %.100s\n", outcome(d))
 		return
 	}
@@ -830,9 +830,9 @@ func TestRewriteVariants(t *testing.T) {
 	p := testPolicy(t)
 	needles := needlesOf(p)
 	for _, in := range seedStatements(t) {
-		d := decide(p, needles, in)
+		d := analyze(p, needles, in)
 		for name, v := range variants(in) {
-			dv := decide(p, needles, v)
+			dv := analyze(p, needles, v)
 			if problems := checkDecision(p, v, dv); len(problems) > 0 {
 				t.Errorf("%s of\n%s\n=\n%s\ndecision: %s\nproblems:\n  %s", name, in, v, outcome(dv), strings.Join(problems, "\n  "))
 			}

@@ -9,9 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -99,9 +98,9 @@ type QualifiedName struct{ Schema, Name string }
 // would not read it back unchanged without quotes.
 func (q QualifiedName) String() string {
 	if q.Schema == "" {
-		return quoteIdent(q.Name)
+		return sqlident.Quote(q.Name)
 	}
-	return quoteIdent(q.Schema) + "." + quoteIdent(q.Name)
+	return sqlident.Quote(q.Schema) + "." + sqlident.Quote(q.Name)
 }
 
 // ClaimTable is a table claims are made on.
@@ -152,11 +151,6 @@ type Table struct {
 const (
 	defaultPolicyEpochColumn = "writer_epoch"
 	inlinePolicySource       = "<inline>"
-
-	// PostgreSQL truncates identifiers to NAMEDATALEN-1 bytes, and so does
-	// the parser that resolves statements; the policy must truncate the same
-	// way or a long table name would silently never match.
-	maxPolicyIdentBytes = 63
 )
 
 // LoadPolicy reads and parses the policy file at path.
@@ -624,7 +618,7 @@ func (p *policyParser) column(n *yaml.Node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parts, err := splitPolicyIdent(s)
+	parts, err := sqlident.Split(s)
 	if err == nil && len(parts) != 1 {
 		err = errors.New(`a column name is a single identifier (quote it, '"a.b"', if the dot is part of the name)`)
 	}
@@ -651,7 +645,7 @@ func (p *policyParser) qualifiedName(n *yaml.Node, what string) (QualifiedName, 
 // for a quote, each part is cut to PostgreSQL's 63 bytes, and there are at most two
 // parts (schema.name).
 func ParseQualifiedName(s string) (QualifiedName, error) {
-	parts, err := splitPolicyIdent(s)
+	parts, err := sqlident.Split(s)
 	if err == nil && len(parts) > 2 {
 		err = fmt.Errorf("%d dot-separated parts; use name or schema.name", len(parts))
 	}
@@ -750,120 +744,4 @@ func describeNode(n *yaml.Node) string {
 		return n.Value
 	}
 	return "an unexpected YAML node"
-}
-
-// splitPolicyIdent parses dot-separated SQL identifiers the way PostgreSQL's
-// scanner does: unquoted parts fold to lower case (ASCII only, as PostgreSQL
-// does in UTF-8 databases), quoted parts are exact with "" for a quote, and
-// every part is truncated to 63 bytes.
-func splitPolicyIdent(s string) ([]string, error) {
-	if s == "" {
-		return nil, errors.New("empty name")
-	}
-	var parts []string
-	i := 0
-	for {
-		var part string
-		if s[i] == '"' {
-			var b strings.Builder
-			j := i + 1
-			for {
-				k := strings.IndexByte(s[j:], '"')
-				if k < 0 {
-					return nil, errors.New("unbalanced double quote")
-				}
-				b.WriteString(s[j : j+k])
-				j += k + 1
-				if j < len(s) && s[j] == '"' {
-					b.WriteByte('"')
-					j++
-					continue
-				}
-				break
-			}
-			part = b.String()
-			if part == "" {
-				return nil, errors.New(`empty quoted identifier ""`)
-			}
-			i = j
-			if i < len(s) && s[i] != '.' {
-				return nil, fmt.Errorf("unexpected %q after a quoted identifier", s[i:])
-			}
-		} else {
-			j := i
-			for j < len(s) && s[j] != '.' {
-				j++
-			}
-			raw := s[i:j]
-			if raw == "" {
-				return nil, errors.New("empty part (stray dot)")
-			}
-			if err := checkUnquotedIdent(raw); err != nil {
-				return nil, err
-			}
-			part = foldIdentASCII(raw)
-			i = j
-		}
-		parts = append(parts, truncatePolicyIdent(part))
-		if i == len(s) {
-			return parts, nil
-		}
-		i++ // the dot
-		if i == len(s) {
-			return nil, errors.New("empty part (trailing dot)")
-		}
-	}
-}
-
-// checkUnquotedIdent accepts what PostgreSQL's scanner takes as an unquoted
-// identifier: [A-Za-z_][A-Za-z0-9_$]*, where PostgreSQL also takes any
-// non-ASCII character. Non-ASCII spaces, control and format characters are
-// refused even so: in a config file they are invisible mistakes, not names.
-func checkUnquotedIdent(s string) error {
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			return errors.New("invalid UTF-8")
-		case r >= utf8.RuneSelf:
-			if !unicode.IsPrint(r) {
-				return fmt.Errorf("character %U is not allowed in an unquoted identifier", r)
-			}
-		case r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z':
-		case i > 0 && ('0' <= r && r <= '9' || r == '$'):
-		default:
-			if i == 0 && ('0' <= r && r <= '9' || r == '$') {
-				return fmt.Errorf("an unquoted identifier cannot start with %q", r)
-			}
-			return fmt.Errorf("character %q is not allowed in an unquoted identifier (quote the name to use it)", r)
-		}
-	}
-	return nil
-}
-
-func foldIdentASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
-}
-
-// truncatePolicyIdent cuts s to PostgreSQL's 63-byte limit without splitting
-// a UTF-8 character, as pg_mbcliplen does.
-func truncatePolicyIdent(s string) string {
-	if len(s) <= maxPolicyIdentBytes {
-		return s
-	}
-	n := maxPolicyIdentBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

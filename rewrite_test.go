@@ -40,7 +40,7 @@ func TestRewriteGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			in, want, _ := strings.Cut(string(data), goldenSeparator)
-			got := outcome(decide(p, needles, in))
+			got := outcome(analyze(p, needles, in))
 			if *update {
 				if err := os.WriteFile(file, []byte(in+goldenSeparator+got+"\n"), 0o644); err != nil {
 					t.Fatal(err)
@@ -81,7 +81,7 @@ func TestParserBounds(t *testing.T) {
 		"not":       "UPDATE inventory SET quantity = 1 WHERE " + strings.Repeat("NOT ", n) + "true",
 		"huge":      "UPDATE inventory SET note = '" + strings.Repeat("x", 2<<20) + "'",
 	} {
-		d := decide(p, needles, q)
+		d := analyze(p, needles, q)
 		if d.act != actRefuse {
 			t.Errorf("%s: decision %v, want a refusal", name, d.act)
 		}
@@ -98,7 +98,7 @@ func TestDecideConcurrent(t *testing.T) {
 		go func() {
 			for i := range 20 {
 				q := "UPDATE inventory SET quantity = " + strings.Repeat("1+", g+i) + "1 WHERE sku = $1"
-				if d := decide(p, needles, q); d.act != actRewrite {
+				if d := analyze(p, needles, q); d.act != actRewrite {
 					done <- q
 					return
 				}

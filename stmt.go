@@ -37,11 +37,11 @@ func (s *stmt) NumInput() int {
 var errUnfencedPrepared = errors.New("sqlfence.Unfenced cannot run a prepared protected write: its text carries the fence; run it with ExecContext instead")
 
 func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error) {
-	c, err := s.conn.fence.bind(ctx, s.d, s.query, args)
+	c, err := s.conn.enf.bind(ctx, s.d, s.query, args)
 	if err != nil {
 		return call{}, err
 	}
-	if !c.fence && s.d.act == actRewrite {
+	if !c.fenced && s.d.act == actRewrite {
 		return call{}, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
 	}
@@ -71,7 +71,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	if n, err := res.RowsAffected(); err == nil && (n == 0 || s.d.classify != nil && exactAccounting(ctx)) {
-		if err := s.conn.fence.check(ctx, s.conn.inner, &c, n); err != nil {
+		if err := s.conn.enf.check(ctx, s.conn.inner, &c, n); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +92,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err != nil || s.d.classify == nil || !s.d.classify.returning {
 		return rows, err
 	}
-	return s.conn.fence.fencedRows(ctx, s.conn.inner, rows, c), nil
+	return s.conn.enf.wrapRows(ctx, s.conn.inner, rows, c), nil
 }
 
 // CheckNamedValue forwards to the statement, then the connection, as database/sql

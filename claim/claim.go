@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // DB is the arbiter a claim runs on: *sql.DB, *sql.Conn and *sql.Tx all
@@ -203,7 +204,7 @@ func leaseConfig(t *table, epochs EpochSource, sequence string, lease, renewEver
 // keep CACHE 1 (Schema creates it so): with a per-session cache, a session
 // can hand out a value lower than one another session already used, and an
 // epoch could go backwards.
-func nextvalSQL(seq name) string { return "nextval(" + sqlLiteral(seq.sql) + "::regclass)" }
+func nextvalSQL(seq name) string { return "nextval(" + sqlident.Literal(seq.sql) + "::regclass)" }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // name is a table, sequence or column name as PostgreSQL resolves it, kept
@@ -45,32 +46,14 @@ func parseName(what, s string, maxParts int) (name, error) {
 	return name{parts: parts, sql: pgx.Identifier(parts).Sanitize()}, nil
 }
 
-// truncateIdent cuts s to PostgreSQL's 63-byte identifier limit without
-// splitting a UTF-8 character, as the server does.
-func truncateIdent(s string) string {
-	const max = 63
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // indexName derives an index name from a table name and a suffix, short
 // enough that PostgreSQL does not truncate it (two tables whose truncated
 // index names collided would share an IF NOT EXISTS index).
 func indexName(table name, suffix string) string {
-	base := truncateIdent(table.last())
-	for len(base)+len(suffix) > 63 {
+	base := sqlident.Truncate(table.last())
+	for len(base)+len(suffix) > sqlident.MaxBytes {
 		_, size := utf8.DecodeLastRuneInString(base)
 		base = base[:len(base)-size]
 	}
 	return pgx.Identifier{base + suffix}.Sanitize()
 }
-
-// sqlLiteral quotes s as a string literal (standard_conforming_strings is on
-// in every supported PostgreSQL).
-func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -11,40 +11,41 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
-// fence holds what every connection of one connector shares: the policy and the cache
+// enforcer holds what every connection of one connector shares: the policy and the cache
 // of decisions made under it.
-type fence struct {
+type enforcer struct {
 	policy  *Policy
 	needles []string
 	cache   *cache
 	log     *slog.Logger
 }
 
-func newFence(p *Policy) *fence {
-	return &fence{policy: p, needles: needlesOf(p), cache: newCache(defaultCacheEntries, defaultCacheBytes), log: slog.Default()}
+func newEnforcer(p *Policy) *enforcer {
+	return &enforcer{policy: p, needles: needlesOf(p), cache: newCache(defaultCacheEntries, defaultCacheBytes), log: slog.Default()}
 }
 
-// decide returns the decision for query, from the cache when it has been seen.
-func (f *fence) decide(query string) *decision {
+// decision returns the decision for query, from the cache when it has been seen.
+func (f *enforcer) decision(query string) *decision {
 	if d, ok := f.cache.get(query); ok {
 		return d
 	}
-	d := decide(f.policy, f.needles, query)
+	d := analyze(f.policy, f.needles, query)
 	f.cache.put(query, d)
 	return d
 }
 
 // call is one execution of a decided statement: the text and arguments to send.
 type call struct {
-	d     *decision
-	query string // the application's text
-	send  string // the text to send
-	args  []driver.NamedValue
-	user  []driver.NamedValue // the application's arguments without pgx's option values
-	epoch int64
-	fence bool // the sent statement carries the fence
+	d      *decision
+	query  string // the application's text
+	send   string // the text to send
+	args   []driver.NamedValue
+	user   []driver.NamedValue // the application's arguments without pgx's option values
+	epoch  int64
+	fenced bool // the sent statement carries the fence
 }
 
 // bind decides what one execution sends. Refusals and unfenced writes become errors
@@ -52,7 +53,7 @@ type call struct {
 // application's text is sent unchanged. The call is returned by value so that it can
 // live on the caller's stack: at a cache hit the only allocation left is the argument
 // slice with the epoch appended.
-func (f *fence) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (call, error) {
+func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (call, error) {
 	c := call{d: d, query: query, send: query, args: args}
 	if d.act == actPass {
 		return c, nil
@@ -70,11 +71,11 @@ func (f *fence) bind(ctx context.Context, d *decision, query string, args []driv
 			return c, nil
 		}
 		err = &Error{Kind: ErrRefused, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
-			Reason: "the statement writes the claim table's " + quoteIdent(d.claim.StatusColumn) + " or " + quoteIdent(d.claim.EpochColumn) +
+			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claim.StatusColumn) + " or " + sqlident.Quote(d.claim.EpochColumn) +
 				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",
 			Fix: "claim, renew and complete jobs with the helpers in github.com/sqlfence/sqlfence/claim"}
 	case d.act == actRefuse:
-		err = d.refusal.with(query, epoch)
+		err = d.refusal.forStatement(query, epoch)
 	case !hasEpoch:
 		if reason, ok := unfencedReason(ctx); ok && f.policy.AllowUnfenced {
 			f.log.WarnContext(ctx, "sqlfence: unfenced write", "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
@@ -96,7 +97,7 @@ func (f *fence) bind(ctx context.Context, d *decision, query string, args []driv
 		return call{d: d, query: query, send: query, args: args}, nil
 	}
 	c.send = d.sql
-	c.fence = true
+	c.fenced = true
 	// A new slice of exactly the right size: the application's slice must not be
 	// written, and append would round its capacity up to the next size class.
 	c.args = make([]driver.NamedValue, len(args)+1)
@@ -105,7 +106,7 @@ func (f *fence) bind(ctx context.Context, d *decision, query string, args []driv
 	return c, nil
 }
 
-func (f *fence) unfenced(ctx context.Context, d *decision, query string) error {
+func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) error {
 	e := &Error{Kind: ErrUnfenced, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",
 		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
@@ -163,15 +164,15 @@ func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error
 // written", no matching row is an ordinary result. With WithExactAccounting, a write
 // that affected rows is also checked for matching rows the fence kept. Only these
 // paths query again; the normal path costs no extra round trip.
-func (f *fence) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
+func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	cl := c.d.classify
-	if cl == nil || !c.fence || affected > 0 && !exactAccounting(ctx) {
+	if cl == nil || !c.fenced || affected > 0 && !exactAccounting(ctx) {
 		return nil
 	}
 	return noteFenced(ctx, f.classify(ctx, q, c, affected))
 }
 
-func (f *fence) classify(ctx context.Context, q driver.Conn, c *call, affected int64) error {
+func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	cl := c.d.classify
 	t := cl.table
 	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
@@ -232,7 +233,7 @@ func (f *fence) classify(ctx context.Context, q driver.Conn, c *call, affected i
 
 // fencedRows wraps the rows of a fenced write with RETURNING, so that an empty result
 // is classified like a write that affected no rows.
-func (f *fence) fencedRows(ctx context.Context, q driver.Conn, rows driver.Rows, c call) driver.Rows {
+func (f *enforcer) wrapRows(ctx context.Context, q driver.Conn, rows driver.Rows, c call) driver.Rows {
 	return &fencedRows{inner: rows, explain: func() error { return f.check(ctx, q, &c, 0) }}
 }
 

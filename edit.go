@@ -1,0 +1,146 @@
+// The token editor: positions from pg_query's scanner, insertions into the
+// application's own text.
+
+package sqlfence
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
+	"google.golang.org/protobuf/proto"
+)
+
+// token is a lexical token of the statement, comments removed.
+type token struct {
+	start, end int
+	tok        pg.Token
+}
+
+type edit struct {
+	pos  int
+	del  int
+	text string
+}
+
+type rewriter struct {
+	sql    string
+	policy *Policy
+	toks   []token
+	depth  []int // nesting depth before each token: (), [] and CASE … END
+	pair   []int // index of the matching closer for an opener, else -1
+	param  int32
+	edits  []edit
+	done   map[proto.Message]bool // protected writes the rewrite fenced
+	tables []*Table
+	top    *classifier
+}
+
+func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
+	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
+		return refuse(nil, "the statement has "+msg+", which can crash the parser",
+			"split the statement, or pass long lists of values as an array parameter")
+	}
+	r.toks = make([]token, 0, len(scan.Tokens))
+	for _, t := range scan.Tokens {
+		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
+			continue
+		}
+		r.toks = append(r.toks, token{int(t.Start), int(t.End), t.Token})
+	}
+	r.depth = make([]int, len(r.toks))
+	r.pair = make([]int, len(r.toks))
+	var stack []int
+	for i, t := range r.toks {
+		r.depth[i] = len(stack)
+		r.pair[i] = -1
+		switch t.tok {
+		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
+			stack = append(stack, i)
+		case pg.Token_ASCII_41, pg.Token_ASCII_93, pg.Token_END_P:
+			if len(stack) > 0 {
+				r.pair[stack[len(stack)-1]] = i
+				stack = stack[:len(stack)-1]
+				r.depth[i] = len(stack)
+			}
+		}
+	}
+	return nil
+}
+
+// span returns the token range of a statement at byte offset loc, length n (0: to the
+// end), without a trailing semicolon.
+func (r *rewriter) span(loc, n int) (lo, hi int) {
+	end := len(r.sql)
+	if n > 0 {
+		end = loc + n
+	}
+	lo, _ = slices.BinarySearchFunc(r.toks, loc, func(t token, p int) int { return t.start - p })
+	hi = lo
+	for hi < len(r.toks) && r.toks[hi].start < end {
+		hi++
+	}
+	for hi > lo && r.toks[hi-1].tok == pg.Token_ASCII_59 {
+		hi--
+	}
+	return lo, hi
+}
+
+// find returns the first token in [from, hi) at depth base that satisfies match, or -1.
+func (r *rewriter) find(from, hi, base int, match ...pg.Token) int {
+	for i := max(from, 0); i < hi; i++ {
+		if r.depth[i] == base && slices.Contains(match, r.toks[i].tok) {
+			return i
+		}
+	}
+	return -1
+}
+
+// clauseEnd returns the first token at depth base in [from, hi) that begins one of the
+// given clauses, or hi. FROM after DISTINCT (IS DISTINCT FROM) and GROUP after WITHIN
+// (WITHIN GROUP) belong to expressions, not clauses.
+func (r *rewriter) clauseEnd(from, hi, base int, clauses ...pg.Token) int {
+	for i := max(from, 0); i < hi; i++ {
+		if r.depth[i] != base || !slices.Contains(clauses, r.toks[i].tok) {
+			continue
+		}
+		if i > 0 {
+			prev := r.toks[i-1].tok
+			if r.toks[i].tok == pg.Token_FROM && prev == pg.Token_DISTINCT ||
+				r.toks[i].tok == pg.Token_GROUP_P && prev == pg.Token_WITHIN {
+				continue
+			}
+		}
+		return i
+	}
+	return hi
+}
+
+func (r *rewriter) insert(pos int, text string) {
+	r.edits = append(r.edits, edit{pos: pos, text: text})
+}
+
+func (r *rewriter) apply() string {
+	slices.SortStableFunc(r.edits, func(a, b edit) int { return a.pos - b.pos })
+	var b strings.Builder
+	b.Grow(len(r.sql) + 64*len(r.edits))
+	at := 0
+	for _, e := range r.edits {
+		b.WriteString(r.sql[at:e.pos])
+		b.WriteString(e.text)
+		at = e.pos + e.del
+	}
+	b.WriteString(r.sql[at:])
+	return b.String()
+}
+
+func (r *rewriter) epochText() string { return "$" + strconv.Itoa(int(r.param)) + "::bigint" }
+
+func (r *rewriter) fenceText(t *Table, qual string) string {
+	return sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn) + " " + t.Mode.Operator() + " " + r.epochText()
+}
+
+func (r *rewriter) text(from, to int) string { return r.sql[r.toks[from].start:r.toks[to-1].end] }

@@ -1,0 +1,47 @@
+// Policy.Plan: the analysis for tools that check SQL without a database.
+
+package sqlfence
+
+import "slices"
+
+// Plan is what sqlfence does with one statement under a policy, for tools that check
+// SQL without running it (sqlfence check) and for tests.
+type Plan struct {
+	// Tables lists the protected tables the statement writes, as the policy names them.
+	Tables []string
+	// Fenced is the text sqlfence sends, with the fence inserted; "" when the
+	// statement is sent unchanged.
+	Fenced string
+	// EpochParam is the parameter number that carries the epoch in Fenced.
+	EpochParam int
+	// Err is the *Error (matching ErrRefused) when sqlfence refuses the statement.
+	Err error
+	// ClaimTable names the claim table whose status or epoch column the statement
+	// writes: the driver sends it only from the claim helpers, and refuses it otherwise.
+	ClaimTable string
+}
+
+// Plan decides what sqlfence would do with query, without a database.
+func (p *Policy) Plan(query string) Plan {
+	d := analyze(p, needlesOf(p), query)
+	var out Plan
+	if d.act == actRefuse {
+		out.Err = d.refusal.forStatement(query, 0)
+		if d.refusal.Table != "" {
+			out.Tables = []string{d.refusal.Table}
+		}
+		return out
+	}
+	for _, t := range d.tables {
+		if n := t.QualifiedName.String(); !slices.Contains(out.Tables, n) {
+			out.Tables = append(out.Tables, n)
+		}
+	}
+	if d.act == actRewrite {
+		out.Fenced, out.EpochParam = d.sql, d.epochParam
+	}
+	if d.claim != nil {
+		out.ClaimTable = d.claim.QualifiedName.String()
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+// The rewrite of MERGE: every WHEN MATCHED clause gets the fence, its UPDATE SET and
+// INSERT get the epoch.
+
+package sqlfence
+
+import (
+	"fmt"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
+)
+
+func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
+	after, err := r.withClause(m.WithClause, lo, hi)
+	if err != nil {
+		return err
+	}
+	t, err := r.target(m.Relation)
+	if t == nil || err != nil {
+		return err
+	}
+	base := r.depth[lo]
+	using := r.find(after, hi, base, pg.Token_USING)
+	on := r.find(using+1, hi, base, pg.Token_ON)
+	if using < 0 || on < 0 {
+		return unexpected(t, "MERGE without USING … ON")
+	}
+	end := r.clauseEnd(on+1, hi, base, pg.Token_RETURNING)
+	var whens []int
+	for i := on + 1; i < end; i++ {
+		if r.depth[i] == base && r.toks[i].tok == pg.Token_WHEN {
+			whens = append(whens, i)
+		}
+	}
+	if len(whens) != len(m.MergeWhenClauses) {
+		return unexpected(t, "MERGE WHEN clauses")
+	}
+	whens = append(whens, end)
+	qual := qualifier(m.Relation)
+	col := sqlident.Quote(t.EpochColumn)
+	for k, n := range m.MergeWhenClauses {
+		c := n.GetMergeWhenClause()
+		w, next := whens[k], whens[k+1]
+		then := r.find(w, next, base, pg.Token_THEN)
+		if c == nil || then < 0 {
+			return unexpected(t, "MERGE WHEN clause")
+		}
+		if err := assignsEpoch(t, c.TargetList); err != nil {
+			return err
+		}
+		if c.MatchKind != pg.MergeMatchKind_MERGE_WHEN_NOT_MATCHED_BY_TARGET {
+			fence := r.fenceText(t, qual)
+			if c.Condition != nil {
+				and := r.find(w, then, base, pg.Token_AND)
+				if and < 0 {
+					return unexpected(t, "MERGE WHEN condition")
+				}
+				r.insert(r.toks[and+1].start, "(")
+				r.insert(r.toks[then-1].end, ") AND "+fence)
+				c.Condition = andNode(c.Condition, fenceNode(t, qual, r.param))
+			} else {
+				r.insert(r.toks[then-1].end, " AND "+fence)
+				c.Condition = fenceNode(t, qual, r.param)
+			}
+		}
+		switch c.CommandType {
+		case pg.CmdType_CMD_UPDATE:
+			r.insert(r.toks[next-1].end, ", "+col+" = "+r.epochText())
+			c.TargetList = append(c.TargetList, setTarget(t, r.param))
+		case pg.CmdType_CMD_INSERT:
+			ins := r.find(then, next, base, pg.Token_INSERT)
+			switch {
+			case len(c.TargetList) == 0 && len(c.Values) == 0:
+				def := r.find(ins, next, base, pg.Token_DEFAULT)
+				if def < 0 || def+1 >= next {
+					return unexpected(t, "MERGE INSERT DEFAULT VALUES")
+				}
+				r.defaultValues(def, col)
+			case len(c.TargetList) == 0:
+				return refuse(t, "MERGE … INSERT into a protected table without a column list",
+					"name the columns: WHEN NOT MATCHED THEN INSERT (a, b) VALUES (…)")
+			default:
+				open := r.find(ins, next, base, pg.Token_ASCII_40)
+				values := r.find(open+1, next, base, pg.Token_VALUES)
+				if open < 0 || r.pair[open] < 0 || values < 0 || values+1 >= next || r.pair[values+1] < 0 {
+					return unexpected(t, "MERGE INSERT")
+				}
+				r.insert(r.toks[r.pair[open]-1].end, ", "+col)
+				r.insert(r.toks[r.pair[values+1]-1].end, ", "+r.epochText())
+			}
+			c.TargetList = append(c.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}})
+			c.Values = append(c.Values, epochNode(r.param))
+		}
+	}
+	if top {
+		source := r.text(using+1, on)
+		cond := r.text(on+1, whens[0])
+		var b strings.Builder
+		if m.WithClause != nil {
+			b.WriteString(r.text(lo, after) + " ")
+		}
+		qcol := sqlident.Quote(qual) + "." + col
+		fmt.Fprintf(&b, "SELECT max(%s)::bigint, count(*) FILTER (WHERE %s) FROM %s JOIN %s ON (%s)", qcol, fencedCondition(qcol, t, false),
+			r.text(r.find(after, hi, base, pg.Token_INTO)+1, using), source, cond)
+		if m.WithClause == nil || readOnlyWith(m.WithClause) {
+			r.top = renumber(t, b.String())
+			r.top.setReturning(m.ReturningList)
+		}
+	}
+	r.done[m] = true
+	r.tables = append(r.tables, t)
+	return nil
+}

@@ -1,0 +1,82 @@
+// Verification: the nodes the fence adds, built as the grammar builds them, and the
+// comparison of the re-parsed result with the intended tree.
+
+package sqlfence
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// The nodes the fence adds, built exactly as the parser builds them from the text the
+// rewrite inserts, so that verify can compare trees.
+
+func epochNode(param int32) *pg.Node {
+	return &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{
+		Arg: &pg.Node{Node: &pg.Node_ParamRef{ParamRef: &pg.ParamRef{Number: param}}},
+		TypeName: &pg.TypeName{
+			Names:   []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode("int8")},
+			Typemod: -1,
+		},
+	}}}
+}
+
+func fenceNode(t *Table, qual string, param int32) *pg.Node {
+	return &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{
+		Kind:  pg.A_Expr_Kind_AEXPR_OP,
+		Name:  []*pg.Node{pg.MakeStrNode(t.Mode.Operator())},
+		Lexpr: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(qual), pg.MakeStrNode(t.EpochColumn)}}}},
+		Rexpr: epochNode(param),
+	}}}
+}
+
+func setTarget(t *Table, param int32) *pg.Node {
+	return &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn, Val: epochNode(param)}}}
+}
+
+// andNode mirrors the grammar's makeAndExpr: `(p) AND f` flattens into p's argument
+// list when p is itself an AND.
+func andNode(p, f *pg.Node) *pg.Node {
+	if b := p.GetBoolExpr(); b != nil && b.Boolop == pg.BoolExprType_AND_EXPR {
+		b.Args = append(b.Args, f)
+		return p
+	}
+	return &pg.Node{Node: &pg.Node_BoolExpr{BoolExpr: &pg.BoolExpr{Boolop: pg.BoolExprType_AND_EXPR, Args: []*pg.Node{p, f}}}}
+}
+
+// verify parses the rewritten text and compares its tree with the tree the rewrite
+// meant to produce (the original, with the fence nodes added). Anything else — a
+// misplaced insertion, a clause the rewrite misread — is refused, never sent.
+func verify(want *pg.ParseResult, out string) *Error {
+	got, err := pg.Parse(out)
+	if err != nil {
+		return unexpected(nil, "the fenced statement does not parse: "+err.Error())
+	}
+	if !pgtree.Equal(want.ProtoReflect(), got.ProtoReflect()) {
+		return unexpected(nil, "the fenced statement does not parse to the intended tree")
+	}
+	return nil
+}
+
+func minParam(tree *pg.ParseResult) int32 {
+	n := int32(1)
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+		if p, ok := m.Interface().(*pg.ParamRef); ok && p.Number < n {
+			n = p.Number
+		}
+		return true
+	})
+	return n
+}
+
+func maxParam(tree *pg.ParseResult) int32 {
+	var n int32
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+		if p, ok := m.Interface().(*pg.ParamRef); ok && p.Number > n {
+			n = p.Number
+		}
+		return true
+	})
+	return n
+}

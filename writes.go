@@ -1,0 +1,222 @@
+// The write finder: every write to a protected table or a claim table anywhere in a
+// tree, independent of the rewrite, and the statements that cannot be fenced at all.
+
+package sqlfence
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// claimWrite finds a write to a claim table's epoch or status column: claiming, in
+// effect. Only the claim helpers' statements may do that, or one job type could be
+// claimed without incrementing the epoch and its writes would carry no token.
+func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
+	if len(p.Claims) == 0 {
+		return nil
+	}
+	var found *ClaimTable
+	// allColumns: an INSERT without a column list writes every column, the claim
+	// columns included.
+	check := func(rv *pg.RangeVar, allColumns bool, lists ...[]*pg.Node) {
+		if rv == nil || found != nil {
+			return
+		}
+		c := p.MatchClaim(rv.Schemaname, rv.Relname)
+		if c == nil {
+			return
+		}
+		if allColumns {
+			found = c
+		}
+		for _, l := range lists {
+			for _, n := range l {
+				if rt := n.GetResTarget(); rt != nil && (rt.Name == c.EpochColumn || rt.Name == c.StatusColumn) {
+					found = c
+				}
+			}
+		}
+	}
+	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
+		switch s := m.Interface().(type) {
+		case *pg.UpdateStmt:
+			check(s.Relation, false, s.TargetList)
+		case *pg.InsertStmt:
+			check(s.Relation, len(s.Cols) == 0 && s.SelectStmt != nil, s.Cols, s.OnConflictClause.GetTargetList())
+		case *pg.MergeStmt:
+			for _, w := range s.MergeWhenClauses {
+				c := w.GetMergeWhenClause()
+				check(s.Relation, c.GetCommandType() == pg.CmdType_CMD_INSERT && len(c.GetTargetList()) == 0 && len(c.GetValues()) > 0, c.GetTargetList())
+			}
+		case *pg.CopyStmt:
+			check(s.Relation, s.IsFrom)
+		}
+		return found == nil
+	})
+	return found
+}
+
+func readOnlyWith(w *pg.WithClause) bool {
+	for _, c := range w.Ctes {
+		q := c.GetCommonTableExpr().GetCtequery()
+		if q.GetSelectStmt() == nil || hasWrite(q) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasWrite(n *pg.Node) bool {
+	found := false
+	pgtree.Walk(n.ProtoReflect(), func(m protoreflect.Message) bool {
+		switch m.Interface().(type) {
+		case *pg.InsertStmt, *pg.UpdateStmt, *pg.DeleteStmt, *pg.MergeStmt:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// protectedWrite is a write to a protected table somewhere in a statement's tree.
+type protectedWrite struct {
+	node  proto.Message
+	table *Table
+}
+
+// findWrites lists every write to a protected table anywhere in the tree, and refuses
+// the statements sqlfence cannot fence at all. It is independent of the rewrite: a
+// write the rewrite did not reach is refused because it is on this list.
+func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
+	var (
+		writes []protectedWrite
+		err    *Error
+	)
+	var visit func(m protoreflect.Message) bool
+	visit = func(m protoreflect.Message) bool {
+		if err != nil {
+			return false
+		}
+		var rv *pg.RangeVar
+		switch s := m.Interface().(type) {
+		case *pg.InsertStmt:
+			rv = s.Relation
+		case *pg.UpdateStmt:
+			rv = s.Relation
+		case *pg.DeleteStmt:
+			rv = s.Relation
+		case *pg.MergeStmt:
+			rv = s.Relation
+		case *pg.ExplainStmt:
+			if !pgtree.ExplainAnalyze(s) {
+				return false // plain EXPLAIN plans the write without running it
+			}
+		case *pg.TruncateStmt:
+			for _, n := range s.Relations {
+				if t := match(p, n.GetRangeVar()); t != nil {
+					err = refuse(t, "TRUNCATE cannot be fenced",
+						"delete the rows with DELETE under an epoch, or truncate outside the driver with the guard's operator override")
+				}
+			}
+		case *pg.CopyStmt:
+			if t := match(p, s.Relation); t != nil && s.IsFrom {
+				err = refuse(t, "COPY FROM cannot be fenced",
+					"insert the rows with INSERT … VALUES or INSERT … SELECT FROM unnest($1::…[]) under an epoch")
+			}
+		case *pg.PrepareStmt:
+			if hasProtectedWrite(p, s.Query) {
+				err = refuse(tableOf(p, s.Query), "PREPARE … AS a write to a protected table cannot bind an epoch at EXECUTE",
+					"prepare through database/sql (db.PrepareContext): sqlfence fences prepared statements itself")
+			}
+			return false
+		case *pg.DoStmt:
+			err = doBlock(p, s)
+			return false
+		case *pg.CallStmt:
+			if fn := s.GetFunccall(); fn != nil && listedFunction(p, fn.Funcname) {
+				err = refuse(nil, "CALL of "+nameOf(fn.Funcname)+", which the policy lists as writing protected tables",
+					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
+			}
+		case *pg.FuncCall:
+			if listedFunction(p, s.Funcname) {
+				err = refuse(nil, "call of "+nameOf(s.Funcname)+", which the policy lists as writing protected tables",
+					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
+			}
+			if nameOf(s.Funcname) == "set_config" || nameOf(s.Funcname) == "pg_catalog.set_config" {
+				if len(s.Args) == 0 || !isSafeSetting(s.Args[0].GetAConst().GetSval().GetSval()) {
+					err = refuseSetting()
+				}
+			}
+		case *pg.VariableSetStmt:
+			if s.Name == standardStrings && !setsOn(s) {
+				err = refuseSetting()
+			}
+		case *pg.RuleStmt, *pg.CreateFunctionStmt:
+			// Their bodies write later, inside the database, where no epoch reaches.
+			if t := tableIn(p, m); t != nil {
+				err = refuse(t, "a rule or function body that writes a protected table runs without the fence",
+					"create it outside the driver (in a migration) and install the database-side guard (sqlfence guard)")
+			}
+			return false
+		}
+		if t := match(p, rv); t != nil {
+			writes = append(writes, protectedWrite{node: m.Interface(), table: t})
+		}
+		return err == nil
+	}
+	for _, s := range tree.Stmts {
+		pgtree.Walk(s.ProtoReflect(), visit)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return writes, nil
+}
+
+func match(p *Policy, rv *pg.RangeVar) *Table {
+	if rv == nil {
+		return nil
+	}
+	t, _ := p.Match(rv.Schemaname, rv.Relname)
+	return t
+}
+
+func hasProtectedWrite(p *Policy, n *pg.Node) bool { return tableOf(p, n) != nil }
+
+func tableOf(p *Policy, n *pg.Node) *Table { return tableIn(p, n.ProtoReflect()) }
+
+func tableIn(p *Policy, root protoreflect.Message) *Table {
+	var t *Table
+	pgtree.Walk(root, func(m protoreflect.Message) bool {
+		switch s := m.Interface().(type) {
+		case *pg.InsertStmt:
+			t = match(p, s.Relation)
+		case *pg.UpdateStmt:
+			t = match(p, s.Relation)
+		case *pg.DeleteStmt:
+			t = match(p, s.Relation)
+		case *pg.MergeStmt:
+			t = match(p, s.Relation)
+		}
+		return t == nil
+	})
+	return t
+}
+
+func listedFunction(p *Policy, name []*pg.Node) bool {
+	schema, fn := pgtree.FuncName(name)
+	return fn != "" && p.MatchFunction(schema, fn)
+}
+
+func nameOf(name []*pg.Node) string {
+	parts := make([]string, 0, len(name))
+	for _, n := range name {
+		parts = append(parts, sqlident.Quote(n.GetString_().GetSval()))
+	}
+	return strings.Join(parts, ".")
+}
