@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -108,7 +109,7 @@ func TestPreCheckCatchesProtectedSpellings(t *testing.T) {
 		if !touchesProtected(t, p, q) {
 			t.Errorf("%q: the parser finds no protected write or call; the spelling test is wrong", q)
 		}
-		if d := newEnforcer(p).decision(q); d.act == actPass {
+		if d := testEnforcer(t, p).decision(q); d.act == actPass {
 			t.Errorf("%q: sent unchanged", q)
 		}
 	}
@@ -305,7 +306,7 @@ func TestCacheMemoryBound(t *testing.T) {
 		t.Skip("parses thousands of statements")
 	}
 	const budget = 4 << 20
-	f := newEnforcer(mustPolicy(t, spellingPolicy))
+	f := testEnforcer(t, mustPolicy(t, spellingPolicy))
 	f.cache = newCache(defaultCacheEntries, budget)
 	// The first parse initialises protobuf's descriptors once per process; that is
 	// not the cache's memory.
@@ -384,7 +385,7 @@ func TestCacheStatsOf(t *testing.T) {
 // as cache hits, and stays correct when the shared cache evicts what it remembers
 // or the connection runs more statements than the memo holds.
 func TestConnMemo(t *testing.T) {
-	f := newEnforcer(mustPolicy(t, spellingPolicy))
+	f := testEnforcer(t, mustPolicy(t, spellingPolicy))
 	f.cache = newCache(16, 1<<20) // small: the loop below evicts constantly
 	c := &conn{inner: &nopdriver.Conn{}, enf: f}
 	const update = `UPDATE inventory SET quantity = $1 WHERE sku = $2`
@@ -413,7 +414,7 @@ func TestConnMemo(t *testing.T) {
 // TestConnDecideConcurrent: connections of one connector decide in parallel (each
 // used by one goroutine, as database/sql does), sharing the cache. Run with -race.
 func TestConnDecideConcurrent(t *testing.T) {
-	f := newEnforcer(mustPolicy(t, spellingPolicy))
+	f := testEnforcer(t, mustPolicy(t, spellingPolicy))
 	f.cache = newCache(64, 1<<20)
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -436,4 +437,14 @@ func TestConnDecideConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	checkBounds(t, f.cache)
+}
+
+// testEnforcer is what a connector made with default options would fence with.
+func testEnforcer(tb testing.TB, p *Policy) *enforcer {
+	tb.Helper()
+	fp, err := p.compile()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return newEnforcer(fp, connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes})
 }

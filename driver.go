@@ -33,12 +33,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -110,7 +107,7 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	// sqlfence parses statements as PostgreSQL does with standard-conforming strings;
 	// pinning it here overrides a role or database default that turns it off.
 	cfg.RuntimeParams[standardStrings] = "on"
-	return NewConnector(stdlib.GetConnector(*cfg), p), nil
+	return newConnector(stdlib.GetConnector(*cfg), p)
 }
 
 // splitPolicyParam removes the policy parameter from a DSN, in URL or keyword/value
@@ -176,93 +173,4 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 		kept = append(kept, dsn[start:i])
 	}
 	return path, strings.Join(kept, " "), nil
-}
-
-// NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
-// test fake) so that every connection it makes is fenced by p.
-//
-// With the database-side guard (sqlfence guard) installed, the inner connector's
-// sessions must carry the setting GuardSetting = on, as the registered driver's do;
-// with pgx, set it in the startup message, where it costs no round trip:
-//
-//	cfg.RuntimeParams[sqlfence.GuardSetting] = "on"
-//	cfg.RuntimeParams["standard_conforming_strings"] = "on"
-//	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), policy))
-//
-// standard_conforming_strings must be on (PostgreSQL's default) on the inner
-// connector's sessions: with it off the server reads a backslash inside '…' as an
-// escape, and a statement sqlfence parsed as one harmless SELECT can be two to the
-// server. sqlfence refuses statements that change it; the registered driver also pins
-// it in the startup message, so a role or database default cannot turn it off.
-func NewConnector(inner driver.Connector, p *Policy) driver.Connector {
-	c := &connector{inner: inner}
-	if p == nil {
-		c.err = errors.New("sqlfence: NewConnector: nil policy; load one with LoadPolicy")
-		return c
-	}
-	c.enforcer.Store(newEnforcer(p))
-	return c
-}
-
-type connector struct {
-	inner driver.Connector
-	enforcer atomic.Pointer[enforcer]
-	err   error
-
-	// resolveMu serialises the catalog read of resolve: catalog; resolved records
-	// that it succeeded, so a failure (the database not up yet) is retried.
-	resolveMu sync.Mutex
-	resolved  bool
-}
-
-var (
-	_ driver.Connector = (*connector)(nil)
-	_ io.Closer        = (*connector)(nil)
-)
-
-func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
-	ic, err := c.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	f := c.enforcer.Load()
-	if f.policy.ResolveCatalog {
-		if f, err = c.resolve(ctx, ic); err != nil {
-			ic.Close()
-			return nil, err
-		}
-	}
-	return &conn{inner: ic, enf: f}, nil
-}
-
-// resolve extends the policy from the catalog once, before any connection is handed
-// out, so that no statement is ever decided under the unresolved policy.
-func (c *connector) resolve(ctx context.Context, ic driver.Conn) (*enforcer, error) {
-	c.resolveMu.Lock()
-	defer c.resolveMu.Unlock()
-	if c.resolved {
-		return c.enforcer.Load(), nil
-	}
-	p, err := resolveCatalog(ctx, ic, c.enforcer.Load().policy)
-	if err != nil {
-		return nil, err
-	}
-	f := newEnforcer(p)
-	c.enforcer.Store(f)
-	c.resolved = true
-	return f, nil
-}
-
-func (c *connector) Driver() driver.Driver { return Driver{} }
-
-// Close forwards to the inner connector: database/sql calls it from DB.Close, and
-// pgx's connector releases its resources there.
-func (c *connector) Close() error {
-	if cl, ok := c.inner.(io.Closer); ok {
-		return cl.Close()
-	}
-	return nil
 }

@@ -23,8 +23,8 @@ type enforcer struct {
 	log     *slog.Logger
 }
 
-func newEnforcer(p *Policy) *enforcer {
-	return &enforcer{policy: p, needles: needlesOf(p), cache: newCache(defaultCacheEntries, defaultCacheBytes), log: slog.Default()}
+func newEnforcer(p *Policy, cfg connectorConfig) *enforcer {
+	return &enforcer{policy: p, needles: needlesOf(p), cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger}
 }
 
 // decision returns the decision for query, from the cache when it has been seen.

@@ -1380,12 +1380,15 @@ func TestMockOwnConnector(t *testing.T) {
 	if len(r.ops("close")) != 1 || len(r.ops("connector.close")) != 1 {
 		t.Fatalf("DB.Close: %s", joinRecs(r.all()))
 	}
-	// A nil policy is an error at the first connection, never an unfenced driver.
-	nilDB := sql.OpenDB(sqlfence.NewConnector(&fullConnector{r: newRecorder()}, nil))
-	defer nilDB.Close()
-	if _, err := nilDB.ExecContext(epoch(3), "SELECT 1"); err == nil {
-		t.Fatal("a connector with a nil policy ran a statement")
-	}
+	// A nil policy is a mistake at construction, never an unfenced driver.
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil policy") {
+				t.Fatalf("NewConnector with a nil policy: recovered %v, want a panic naming the nil policy", r)
+			}
+		}()
+		sqlfence.NewConnector(&fullConnector{r: newRecorder()}, nil)
+	}()
 }
 
 // TestMockInnerErrSkip: an inner driver may answer ExecContext or QueryContext with

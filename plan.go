@@ -23,8 +23,13 @@ type Plan struct {
 
 // Plan decides what sqlfence would do with query, without a database.
 func (p *Policy) Plan(query string) Plan {
-	d := analyze(p, needlesOf(p), query)
 	var out Plan
+	p, err := p.compile()
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	d := analyze(p, needlesOf(p), query)
 	if d.act == actRefuse {
 		out.Err = d.refusal.forStatement(query, 0)
 		if d.refusal.Table != "" {

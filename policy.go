@@ -1,17 +1,13 @@
 package sqlfence
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/sqlident"
-	"go.yaml.in/yaml/v3"
 )
 
 // Mode is how a write's epoch compares with the epoch stored on the row.
@@ -64,8 +60,13 @@ func (e Enforcement) String() string {
 	return "Enforcement(" + strconv.Itoa(int(e)) + ")"
 }
 
-// Policy is a parsed policy file. Treat it as read-only once loaded: Match
-// and MatchFunction use indexes built by ParsePolicy.
+// Policy is a parsed policy file, from [LoadPolicy] or [ParsePolicy].
+//
+// A connector never reads the caller's Policy after [NewConnector] returns: it fences
+// with a private copy, checked again as ParsePolicy would check it. Changing a Policy
+// later (appending a table, say) changes nothing for connectors made before; make a
+// new connector for it. A Policy built as a struct literal has skipped the parser's
+// checks and cannot fence a connector.
 type Policy struct {
 	Source        string // path (or "<inline>") it was loaded from, for error messages
 	EpochColumn   string // default epoch column, already an identifier as PostgreSQL resolves it
@@ -83,9 +84,13 @@ type Policy struct {
 	// too, and check every epoch column is bigint NOT NULL.
 	ResolveCatalog bool
 
-	// Built once by ParsePolicy so that Match, which runs for every
-	// statement, is a map lookup without allocation. A Policy assembled by
-	// hand has none, and Match falls back to scanning Tables.
+	// parsed: the policy came from ParsePolicy (or LoadPolicy), whose checks a
+	// struct literal skips; only such a policy can fence a connector.
+	parsed bool
+	// Set only on the private copy a connector (or Plan) takes with compile: the
+	// indexes that make Match, which runs for every statement, a map lookup without
+	// allocation. The caller's Policy has none and Match scans Tables, so a table
+	// appended after parsing is matched as soon as it is there.
 	tables *policyTableIndex
 	funcs  *policyFuncIndex
 }
@@ -126,6 +131,81 @@ func (p *Policy) MatchClaim(schema, name string) *ClaimTable {
 	return nil
 }
 
+// compile returns the private copy a connector fences with: p checked again as
+// ParsePolicy checks a file (the caller may have changed its fields since), with
+// defaults filled in for entries appended by hand, and indexed for Match. Slices are
+// copied, so later changes to p cannot reach the copy.
+func (p *Policy) compile() (*Policy, error) {
+	if p == nil {
+		return nil, errors.New("sqlfence: nil policy; load one with sqlfence.LoadPolicy or sqlfence.ParsePolicy")
+	}
+	if !p.parsed {
+		return nil, errors.New("sqlfence: the policy was not built by sqlfence.LoadPolicy or sqlfence.ParsePolicy; " +
+			"a struct literal skips the checks that keep writes fenced, so parse the policy (ParsePolicy takes YAML from memory)")
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("sqlfence: policy %s, changed after parsing: %s", p.Source, fmt.Sprintf(format, args...))
+	}
+	c := *p
+	c.Tables = slices.Clone(p.Tables)
+	c.Functions = slices.Clone(p.Functions)
+	c.Claims = slices.Clone(p.Claims)
+	if c.EpochColumn == "" {
+		return nil, bad("EpochColumn is empty")
+	}
+	if c.Mode != ModeStrict && c.Mode != ModeRepeatable {
+		return nil, bad("Mode is %v; use ModeStrict or ModeRepeatable", c.Mode)
+	}
+	if c.Enforce != EnforceOn && c.Enforce != EnforceShadow {
+		return nil, bad("Enforce is %v; use EnforceOn or EnforceShadow", c.Enforce)
+	}
+	if len(c.Tables) == 0 {
+		return nil, bad("no protected tables")
+	}
+	seen := make(map[QualifiedName]bool, len(c.Tables))
+	for i := range c.Tables {
+		t := &c.Tables[i]
+		if t.EpochColumn == "" {
+			t.EpochColumn = c.EpochColumn
+		}
+		if t.Mode == 0 {
+			t.Mode = c.Mode
+		}
+		switch {
+		case t.Name == "":
+			return nil, bad("table entry %d has no name", i+1)
+		case t.Mode != ModeStrict && t.Mode != ModeRepeatable:
+			return nil, bad("table %s has Mode %v; use ModeStrict or ModeRepeatable", t.QualifiedName, t.Mode)
+		case seen[t.QualifiedName]:
+			return nil, bad("table %s is listed twice", t.QualifiedName)
+		}
+		seen[t.QualifiedName] = true
+	}
+	for i, f := range c.Functions {
+		if f.Name == "" {
+			return nil, bad("function entry %d has no name", i+1)
+		}
+	}
+	for i := range c.Claims {
+		cl := &c.Claims[i]
+		if cl.EpochColumn == "" {
+			cl.EpochColumn = defaultClaimEpochColumn
+		}
+		if cl.StatusColumn == "" {
+			cl.StatusColumn = defaultClaimStatusColumn
+		}
+		if cl.Name == "" {
+			return nil, bad("claim entry %d has no table", i+1)
+		}
+		if t, _ := scanPolicyTables(c.Tables, cl.Schema, cl.Name); t != nil {
+			return nil, bad("%s is both a protected table and a claim table", cl.QualifiedName)
+		}
+	}
+	c.tables = newPolicyTableIndex(c.Tables)
+	c.funcs = newPolicyFuncIndex(c.Functions)
+	return &c, nil
+}
+
 // withTables returns a copy of p that also protects extra, for tables found in the
 // catalog at connect time.
 func (p *Policy) withTables(extra []Table) *Policy {
@@ -150,6 +230,8 @@ type Table struct {
 
 const (
 	defaultPolicyEpochColumn = "writer_epoch"
+	defaultClaimEpochColumn  = "lease_epoch"
+	defaultClaimStatusColumn = "status"
 	inlinePolicySource       = "<inline>"
 )
 
@@ -178,8 +260,7 @@ func ParsePolicy(data []byte, source string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol.tables = newPolicyTableIndex(pol.Tables)
-	pol.funcs = newPolicyFuncIndex(pol.Functions)
+	pol.parsed = true
 	return pol, nil
 }
 
@@ -322,426 +403,4 @@ func scanPolicyTables(tables []Table, schema, name string) (*Table, bool) {
 		return unqualified, ambiguous
 	}
 	return first, ambiguous
-}
-
-// policyParser turns the YAML node tree into a Policy. It stops at the first
-// problem: fixing one mistake in a config file often changes what the next
-// one means, and a single message that names its line is easiest to act on.
-type policyParser struct {
-	source string
-}
-
-func (p *policyParser) errorf(line int, format string, args ...any) error {
-	return fmt.Errorf("sqlfence: policy %s line %d: %s", p.source, line, fmt.Sprintf(format, args...))
-}
-
-var (
-	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "tables", "unfenced", "enforce", "functions", "claims", "resolve"}
-	policyTableKeys    = []string{"name", "epoch_column", "mode"}
-	policyClaimKeys    = []string{"table", "epoch_column", "status_column"}
-)
-
-func (p *policyParser) parse(data []byte) (*Policy, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("sqlfence: policy %s: file is empty", p.source)
-		}
-		return nil, fmt.Errorf("sqlfence: policy %s: %w", p.source, err)
-	}
-	// A second document would be silently ignored by a plain Unmarshal; a
-	// policy that is only half read is worse than one that is refused.
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, p.errorf(extra.Line, "more than one YAML document; a policy file holds exactly one")
-	} else if !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("sqlfence: policy %s: %w", p.source, err)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return nil, fmt.Errorf("sqlfence: policy %s: file is empty", p.source)
-		}
-		root = root.Content[0]
-	}
-	root = resolveAliasNode(root)
-	if isNullNode(root) {
-		return nil, fmt.Errorf("sqlfence: policy %s: file is empty", p.source)
-	}
-	if root.Kind != yaml.MappingNode {
-		return nil, p.errorf(root.Line, "the policy must be a mapping with version and tables, got %s", describeNode(root))
-	}
-	keys, err := p.mapping(root, "at top level")
-	if err != nil {
-		return nil, err
-	}
-
-	// version first: keys that are unknown to version 1 may be perfectly
-	// good in a later version, and "unsupported version" is the useful
-	// message then.
-	v, ok := keys.get("version")
-	if !ok {
-		return nil, p.errorf(root.Line, `version is missing; start the file with "version: 1"`)
-	}
-	if v.ShortTag() != "!!int" || v.Value != "1" {
-		return nil, p.errorf(v.Line, `unsupported version %s; this sqlfence reads "version: 1"`, describeNode(v))
-	}
-	if err := p.checkKeys(keys, policyTopLevelKeys, "at top level"); err != nil {
-		return nil, err
-	}
-
-	pol := &Policy{
-		Source:      p.source,
-		EpochColumn: defaultPolicyEpochColumn,
-		Mode:        ModeStrict,
-		Enforce:     EnforceOn,
-	}
-	if n, ok := keys.get("epoch_column"); ok {
-		if pol.EpochColumn, err = p.column(n); err != nil {
-			return nil, err
-		}
-	}
-	if n, ok := keys.get("mode"); ok {
-		if pol.Mode, err = p.mode(n); err != nil {
-			return nil, err
-		}
-	}
-	if n, ok := keys.get("unfenced"); ok {
-		s, err := p.choice(n, "unfenced", "deny", "allow")
-		if err != nil {
-			return nil, err
-		}
-		pol.AllowUnfenced = s == "allow"
-	}
-	if n, ok := keys.get("enforce"); ok {
-		s, err := p.choice(n, "enforce", "on", "shadow")
-		if err != nil {
-			return nil, err
-		}
-		pol.Enforce = EnforceOn
-		if s == "shadow" {
-			pol.Enforce = EnforceShadow
-		}
-	}
-
-	n, ok := keys.get("tables")
-	if !ok {
-		return nil, p.errorf(root.Line, "tables is missing; list the protected tables under tables:")
-	}
-	if pol.Tables, err = p.tables(n, pol); err != nil {
-		return nil, err
-	}
-	if n, ok := keys.get("functions"); ok {
-		if pol.Functions, err = p.functions(n); err != nil {
-			return nil, err
-		}
-	}
-	if n, ok := keys.get("claims"); ok {
-		if pol.Claims, err = p.claims(n, pol); err != nil {
-			return nil, err
-		}
-	}
-	if n, ok := keys.get("resolve"); ok {
-		s, err := p.choice(n, "resolve", "none", "catalog")
-		if err != nil {
-			return nil, err
-		}
-		pol.ResolveCatalog = s == "catalog"
-	}
-	return pol, nil
-}
-
-func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {
-	n = resolveAliasNode(n)
-	if isNullNode(n) || (n.Kind == yaml.SequenceNode && len(n.Content) == 0) {
-		return nil, p.errorf(n.Line, "tables is empty; list at least one protected table")
-	}
-	if n.Kind != yaml.SequenceNode {
-		return nil, p.errorf(n.Line, "tables must be a list of table entries, got %s", describeNode(n))
-	}
-	out := make([]Table, 0, len(n.Content))
-	seen := make(map[QualifiedName]int, len(n.Content))
-	for _, e := range n.Content {
-		e = resolveAliasNode(e)
-		t := Table{EpochColumn: pol.EpochColumn, Mode: pol.Mode, Line: e.Line}
-		var nameNode *yaml.Node
-		switch e.Kind {
-		case yaml.ScalarNode:
-			// "- inventory" is accepted as shorthand for "- name: inventory",
-			// the same form functions: uses.
-			nameNode = e
-		case yaml.MappingNode:
-			keys, err := p.mapping(e, "in table entry")
-			if err != nil {
-				return nil, err
-			}
-			if err := p.checkKeys(keys, policyTableKeys, "in table entry"); err != nil {
-				return nil, err
-			}
-			var ok bool
-			if nameNode, ok = keys.get("name"); !ok {
-				return nil, p.errorf(e.Line, "table entry has no name")
-			}
-			if c, ok := keys.get("epoch_column"); ok {
-				if t.EpochColumn, err = p.column(c); err != nil {
-					return nil, err
-				}
-			}
-			if m, ok := keys.get("mode"); ok {
-				if t.Mode, err = p.mode(m); err != nil {
-					return nil, err
-				}
-			}
-		default:
-			return nil, p.errorf(e.Line, "table entry must be a mapping with a name, got %s", describeNode(e))
-		}
-		q, err := p.qualifiedName(nameNode, "table name")
-		if err != nil {
-			return nil, err
-		}
-		t.QualifiedName = q
-		if prev, dup := seen[q]; dup {
-			return nil, p.errorf(t.Line, "table %s is listed twice (lines %d and %d)", q, prev, t.Line)
-		}
-		seen[q] = t.Line
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-func (p *policyParser) claims(n *yaml.Node, pol *Policy) ([]ClaimTable, error) {
-	n = resolveAliasNode(n)
-	if isNullNode(n) {
-		return nil, nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		return nil, p.errorf(n.Line, "claims must be a list of claim table entries, got %s", describeNode(n))
-	}
-	var out []ClaimTable
-	for _, e := range n.Content {
-		e = resolveAliasNode(e)
-		c := ClaimTable{EpochColumn: "lease_epoch", StatusColumn: "status", Line: e.Line}
-		if e.Kind != yaml.MappingNode {
-			return nil, p.errorf(e.Line, "claim entry must be a mapping with a table, got %s", describeNode(e))
-		}
-		keys, err := p.mapping(e, "in claim entry")
-		if err != nil {
-			return nil, err
-		}
-		if err := p.checkKeys(keys, policyClaimKeys, "in claim entry"); err != nil {
-			return nil, err
-		}
-		t, ok := keys.get("table")
-		if !ok {
-			return nil, p.errorf(e.Line, "claim entry has no table")
-		}
-		if c.QualifiedName, err = p.qualifiedName(t, "claim table"); err != nil {
-			return nil, err
-		}
-		if v, ok := keys.get("epoch_column"); ok {
-			if c.EpochColumn, err = p.column(v); err != nil {
-				return nil, err
-			}
-		}
-		if v, ok := keys.get("status_column"); ok {
-			if c.StatusColumn, err = p.column(v); err != nil {
-				return nil, err
-			}
-		}
-		if t, _ := pol.Match(c.Schema, c.Name); t != nil && t.QualifiedName == c.QualifiedName {
-			return nil, p.errorf(e.Line, "%s is both a protected table (line %d) and a claim table; a claim table holds the epochs, it is not fenced by them", c.QualifiedName, t.Line)
-		}
-		for _, prev := range out {
-			if prev.QualifiedName == c.QualifiedName {
-				return nil, p.errorf(e.Line, "claim table %s is listed twice (lines %d and %d)", c.QualifiedName, prev.Line, e.Line)
-			}
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-func (p *policyParser) functions(n *yaml.Node) ([]QualifiedName, error) {
-	n = resolveAliasNode(n)
-	// An empty "functions:" (every entry commented out) means none.
-	if isNullNode(n) {
-		return nil, nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		return nil, p.errorf(n.Line, "functions must be a list of function names, got %s", describeNode(n))
-	}
-	out := make([]QualifiedName, 0, len(n.Content))
-	seen := make(map[QualifiedName]int, len(n.Content))
-	for _, e := range n.Content {
-		q, err := p.qualifiedName(e, "function name")
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := seen[q]; dup {
-			return nil, p.errorf(e.Line, "function %s is listed twice (lines %d and %d)", q, prev, e.Line)
-		}
-		seen[q] = e.Line
-		out = append(out, q)
-	}
-	return out, nil
-}
-
-func (p *policyParser) mode(n *yaml.Node) (Mode, error) {
-	s, err := p.choice(n, "mode", "strict", "repeatable")
-	if err != nil {
-		return 0, err
-	}
-	if s == "repeatable" {
-		return ModeRepeatable, nil
-	}
-	return ModeStrict, nil
-}
-
-// choice reads a scalar that must be one of allowed, spelled exactly: a
-// setting that decides how much a stale writer may do is not the place to
-// guess what "Shadow" or "off" was meant to say.
-func (p *policyParser) choice(n *yaml.Node, key string, allowed ...string) (string, error) {
-	n = resolveAliasNode(n)
-	if n.Kind == yaml.ScalarNode && !isNullNode(n) {
-		for _, a := range allowed {
-			if n.Value == a {
-				return a, nil
-			}
-		}
-	}
-	return "", p.errorf(n.Line, "%s must be one of %s; got %s", key, strings.Join(allowed, ", "), describeNode(n))
-}
-
-func (p *policyParser) column(n *yaml.Node) (string, error) {
-	s, err := p.scalar(n, "epoch_column")
-	if err != nil {
-		return "", err
-	}
-	parts, err := sqlident.Split(s)
-	if err == nil && len(parts) != 1 {
-		err = errors.New(`a column name is a single identifier (quote it, '"a.b"', if the dot is part of the name)`)
-	}
-	if err != nil {
-		return "", p.errorf(n.Line, "bad epoch_column %q: %v", s, err)
-	}
-	return parts[0], nil
-}
-
-func (p *policyParser) qualifiedName(n *yaml.Node, what string) (QualifiedName, error) {
-	s, err := p.scalar(n, what)
-	if err != nil {
-		return QualifiedName{}, err
-	}
-	q, err := ParseQualifiedName(s)
-	if err != nil {
-		return QualifiedName{}, p.errorf(n.Line, "bad %s %q: %v", what, s, err)
-	}
-	return q, nil
-}
-
-// ParseQualifiedName reads a relation or function name written as in SQL and in the
-// policy file: unquoted parts fold to lower case, "Quoted" parts are exact with ""
-// for a quote, each part is cut to PostgreSQL's 63 bytes, and there are at most two
-// parts (schema.name).
-func ParseQualifiedName(s string) (QualifiedName, error) {
-	parts, err := sqlident.Split(s)
-	if err == nil && len(parts) > 2 {
-		err = fmt.Errorf("%d dot-separated parts; use name or schema.name", len(parts))
-	}
-	switch {
-	case err != nil:
-		return QualifiedName{}, err
-	case len(parts) == 1:
-		return QualifiedName{Name: parts[0]}, nil
-	}
-	return QualifiedName{Schema: parts[0], Name: parts[1]}, nil
-}
-
-// scalar returns a scalar's text. Non-string scalars are taken as written
-// (a table may well be called "true"); only null is refused, because it is
-// what an accidentally empty value looks like.
-func (p *policyParser) scalar(n *yaml.Node, what string) (string, error) {
-	n = resolveAliasNode(n)
-	if n.Kind != yaml.ScalarNode || isNullNode(n) {
-		return "", p.errorf(n.Line, "%s must be a string, got %s", what, describeNode(n))
-	}
-	return n.Value, nil
-}
-
-// policyMapping keeps a mapping's entries in file order.
-type policyMapping []struct{ key, value *yaml.Node }
-
-func (m policyMapping) get(key string) (*yaml.Node, bool) {
-	for _, kv := range m {
-		if kv.key.Value == key {
-			return kv.value, true
-		}
-	}
-	return nil, false
-}
-
-// mapping checks a mapping's keys are distinct strings. yaml.v3 only rejects
-// duplicate keys when decoding into Go maps, not into a Node, and a repeated
-// key would otherwise let one line silently override another.
-func (p *policyParser) mapping(n *yaml.Node, where string) (policyMapping, error) {
-	out := make(policyMapping, 0, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := resolveAliasNode(n.Content[i])
-		if k.Kind != yaml.ScalarNode || isNullNode(k) {
-			return nil, p.errorf(k.Line, "keys %s must be strings, got %s", where, describeNode(k))
-		}
-		for _, kv := range out {
-			if kv.key.Value == k.Value {
-				return nil, p.errorf(k.Line, "key %q given twice %s (lines %d and %d)", k.Value, where, kv.key.Line, k.Line)
-			}
-		}
-		out = append(out, struct{ key, value *yaml.Node }{k, n.Content[i+1]})
-	}
-	return out, nil
-}
-
-func (p *policyParser) checkKeys(m policyMapping, known []string, where string) error {
-next:
-	for _, kv := range m {
-		for _, k := range known {
-			if kv.key.Value == k {
-				continue next
-			}
-		}
-		return p.errorf(kv.key.Line, "unknown key %q %s (known: %s)", kv.key.Value, where, strings.Join(known, ", "))
-	}
-	return nil
-}
-
-func resolveAliasNode(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNullNode(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// describe names a node for an error message: the value itself for a
-// scalar, so the user sees what was read, or its shape otherwise.
-func describeNode(n *yaml.Node) string {
-	n = resolveAliasNode(n)
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "no value"
-		case "!!str":
-			return strconv.Quote(n.Value)
-		}
-		return n.Value
-	}
-	return "an unexpected YAML node"
 }
