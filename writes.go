@@ -71,17 +71,7 @@ func readOnlyWith(w *pg.WithClause) bool {
 	return true
 }
 
-func hasWrite(n *pg.Node) bool {
-	found := false
-	pgtree.Walk(n.ProtoReflect(), func(m protoreflect.Message) bool {
-		switch m.Interface().(type) {
-		case *pg.InsertStmt, *pg.UpdateStmt, *pg.DeleteStmt, *pg.MergeStmt:
-			found = true
-		}
-		return !found
-	})
-	return found
-}
+func hasWrite(n *pg.Node) bool { return len(pgtree.Writes(n.ProtoReflect(), nil)) > 0 }
 
 // protectedWrite is a write to a protected table somewhere in a statement's tree.
 type protectedWrite struct {
@@ -97,25 +87,12 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		writes []protectedWrite
 		err    *Error
 	)
-	var visit func(m protoreflect.Message) bool
-	visit = func(m protoreflect.Message) bool {
+	// visit refuses what cannot be fenced; pgtree.Writes lists the writes.
+	visit := func(m protoreflect.Message, _ bool) bool {
 		if err != nil {
 			return false
 		}
-		var rv *pg.RangeVar
 		switch s := m.Interface().(type) {
-		case *pg.InsertStmt:
-			rv = s.Relation
-		case *pg.UpdateStmt:
-			rv = s.Relation
-		case *pg.DeleteStmt:
-			rv = s.Relation
-		case *pg.MergeStmt:
-			rv = s.Relation
-		case *pg.ExplainStmt:
-			if !pgtree.ExplainAnalyze(s) {
-				return false // plain EXPLAIN plans the write without running it
-			}
 		case *pg.TruncateStmt:
 			for _, n := range s.Relations {
 				if t := match(p, n.GetRangeVar()); t != nil {
@@ -164,13 +141,14 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 			}
 			return false
 		}
-		if t := match(p, rv); t != nil {
-			writes = append(writes, protectedWrite{node: m.Interface(), table: t})
-		}
 		return err == nil
 	}
 	for _, s := range tree.Stmts {
-		pgtree.Walk(s.ProtoReflect(), visit)
+		for _, w := range pgtree.Writes(s.ProtoReflect(), visit) {
+			if t := match(p, w.Relation); t != nil {
+				writes = append(writes, protectedWrite{node: w.Node, table: t})
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -190,22 +168,15 @@ func hasProtectedWrite(p *Policy, n *pg.Node) bool { return tableOf(p, n) != nil
 
 func tableOf(p *Policy, n *pg.Node) *Table { return tableIn(p, n.ProtoReflect()) }
 
+// tableIn returns the first protected table written anywhere under root, deferred
+// bodies included.
 func tableIn(p *Policy, root protoreflect.Message) *Table {
-	var t *Table
-	pgtree.Walk(root, func(m protoreflect.Message) bool {
-		switch s := m.Interface().(type) {
-		case *pg.InsertStmt:
-			t = match(p, s.Relation)
-		case *pg.UpdateStmt:
-			t = match(p, s.Relation)
-		case *pg.DeleteStmt:
-			t = match(p, s.Relation)
-		case *pg.MergeStmt:
-			t = match(p, s.Relation)
+	for _, w := range pgtree.Writes(root, nil) {
+		if t := match(p, w.Relation); t != nil {
+			return t
 		}
-		return t == nil
-	})
-	return t
+	}
+	return nil
 }
 
 func listedFunction(p *Policy, name []*pg.Node) bool {

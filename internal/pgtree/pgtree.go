@@ -71,9 +71,13 @@ func Bounds(tokens []*pg.ScanToken) (offset int, msg string) {
 // Walk calls f on every message in the tree, depth first; f returns false to skip a
 // message's children.
 func Walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	if !f(m) {
-		return
+	if f(m) {
+		walkChildren(m, f)
 	}
+}
+
+// walkChildren is Walk for each of m's children.
+func walkChildren(m protoreflect.Message, f func(protoreflect.Message) bool) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
 			return true
