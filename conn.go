@@ -87,7 +87,8 @@ func (c *conn) Close() error { return c.inner.Close() }
 
 // Begin is required by driver.Conn; database/sql uses BeginTx.
 func (c *conn) Begin() (driver.Tx, error) {
-	return c.inner.Begin() //nolint:staticcheck // forwarding the deprecated method is the point
+	//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+	return c.inner.Begin()
 }
 
 // BeginTx returns the inner transaction as is: its statements go through this conn,
@@ -99,7 +100,8 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if opts.Isolation != driver.IsolationLevel(0) || opts.ReadOnly {
 		return nil, errors.New("sqlfence: the inner driver does not support transaction options")
 	}
-	return c.inner.Begin() //nolint:staticcheck
+	//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+	return c.inner.Begin()
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {

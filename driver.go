@@ -1,30 +1,6 @@
-// Package sqlfence is a database/sql driver for PostgreSQL that enforces fencing
-// tokens on the tables a policy declares protected.
-//
-// A job worker that claims a job receives an epoch: a number the claim's arbiter
-// increments on every claim. The worker puts it on the context with WithEpoch, and
-// every write it sends through sqlfence to a protected table carries it: sqlfence
-// parses the statement, stamps the epoch into the row's epoch column and adds a
-// predicate that matches only rows whose stored epoch is lower. A worker that was
-// paused past its lease and replaced wakes with an old epoch; its writes match no row
-// its successor wrote, and sqlfence reports ErrFenced instead of a silent lost update.
-//
-// The application changes two things: the driver name in sql.Open, and the context
-// of its job handlers:
-//
-//	db, err := sql.Open("sqlfence", "postgres://app@db/app?sqlfence_policy=sqlfence.yaml")
-//	ctx = sqlfence.WithEpoch(ctx, claim.Epoch)
-//	_, err = db.ExecContext(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE sku = $1`, sku, n)
-//
-// PostgreSQL receives the application's own text with the fence inserted, the epoch
-// as one more parameter:
-//
-//	UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint
-//
-// Statements that do not write a protected table are sent byte for byte. A write to a
-// protected table without an epoch fails with ErrUnfenced, so a forgotten code path
-// fails in CI rather than in production; a write sqlfence cannot fence (TRUNCATE, COPY
-// FROM, a shape it does not understand) fails with ErrRefused and is never sent.
+// The registered driver: sql.Open("sqlfence", dsn) reads the policy named in the DSN
+// and wraps pgx's database/sql driver.
+
 package sqlfence
 
 import (
@@ -69,6 +45,9 @@ var (
 	_ driver.DriverContext = Driver{}
 )
 
+// Open opens one fenced connection for dsn. database/sql calls it only for drivers
+// without OpenConnector; sqlfence has one, so Open reads the policy again on every
+// call and is here for callers that use the driver directly.
 func (d Driver) Open(dsn string) (driver.Conn, error) {
 	c, err := d.OpenConnector(dsn)
 	if err != nil {
@@ -77,6 +56,12 @@ func (d Driver) Open(dsn string) (driver.Conn, error) {
 	return c.Connect(context.Background())
 }
 
+// OpenConnector reads the policy (the DSN's sqlfence_policy parameter, else the
+// SQLFENCE_POLICY environment variable), removes the parameter from the DSN, and
+// returns a connector that fences every connection pgx opens for the rest of it. It
+// fails when no policy is given or the policy is broken: sqlfence never runs unfenced.
+// Each connection carries GuardSetting = on and standard_conforming_strings = on in
+// its startup message.
 func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	path, innerDSN, err := splitPolicyParam(dsn)
 	if err != nil {

@@ -241,7 +241,7 @@ func TestShapes(t *testing.T) {
 	}
 }
 
-// TestLostUpdate is the background document's story. Worker A reads the count (10),
+// TestLostUpdate is the lost update sqlfence exists for. Worker A reads the count (10),
 // is paused; its lease expires and worker B, with the next epoch, reads 10 and writes
 // 11. A wakes and writes its own 11. Through plain pgx the final count is 11 — B's
 // increment is lost. Through sqlfence A's late write is fenced and the count is B's.

@@ -273,7 +273,8 @@ func queryConn(ctx context.Context, c driver.Conn, query string, args []driver.N
 	if sq, ok := st.(driver.StmtQueryContext); ok {
 		rows, err = sq.QueryContext(ctx, args)
 	} else {
-		rows, err = st.Query(values(args)) //nolint:staticcheck
+		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+		rows, err = st.Query(values(args))
 	}
 	if err != nil {
 		st.Close()

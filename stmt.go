@@ -65,7 +65,8 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if e, ok := s.inner.(driver.StmtExecContext); ok {
 		res, err = e.ExecContext(ctx, c.args)
 	} else {
-		res, err = s.inner.Exec(values(c.args)) //nolint:staticcheck
+		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+		res, err = s.inner.Exec(values(c.args))
 	}
 	if err != nil {
 		return nil, err
@@ -87,7 +88,8 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if q, ok := s.inner.(driver.StmtQueryContext); ok {
 		rows, err = q.QueryContext(ctx, c.args)
 	} else {
-		rows, err = s.inner.Query(values(c.args)) //nolint:staticcheck
+		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+		rows, err = s.inner.Query(values(c.args))
 	}
 	if err != nil || s.d.classify == nil || !s.d.classify.returning {
 		return rows, err

@@ -45,7 +45,7 @@ const (
 	// releases its job, and the job is retried under a fresh, higher epoch.
 	GlobalEpoch EpochSource = iota
 	// PerJobEpoch increments a counter on the job's own row, as in the
-	// background document's claim. Epochs of different jobs are unrelated, so
+	// classic lease-and-epoch job claim. Epochs of different jobs are unrelated, so
 	// it is sound only when each protected row is written by the executions
 	// of one job: job A at epoch 5 writes a row, and job B's first claim
 	// (epoch 1) is fenced from that row forever, while a stale execution of

@@ -12,7 +12,7 @@ import (
 )
 
 // JobsConfig describes a jobs table: one row per job, claimed by the
-// conditional UPDATE of the background document. Zero fields take the
+// conditional UPDATE that takes an expired or pending job and bumps its epoch. Zero fields take the
 // defaults, so JobsConfig{} is the table Schema creates, with global epochs.
 type JobsConfig struct {
 	// Table is the jobs table, written as in SQL ("jobs", "app.jobs",

@@ -55,3 +55,34 @@ func TestBounds(t *testing.T) {
 		t.Errorf("a long list: %s", msg)
 	}
 }
+
+func TestWrites(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SELECT 1":           "",
+		"UPDATE a SET x = 1": "UPDATE a",
+		"WITH d AS (DELETE FROM a RETURNING *) INSERT INTO b SELECT * FROM d":                "INSERT b,DELETE a",
+		"EXPLAIN UPDATE a SET x = 1":                                                         "",
+		"EXPLAIN ANALYZE UPDATE a SET x = 1":                                                 "UPDATE a",
+		"EXPLAIN (ANALYZE false, ANALYZE) DELETE FROM a":                                     "DELETE a",
+		"MERGE INTO a USING b ON true WHEN MATCHED THEN DELETE":                              "MERGE a",
+		"PREPARE p AS UPDATE a SET x = 1":                                                    "UPDATE a (deferred)",
+		"CREATE RULE r AS ON INSERT TO b DO ALSO DELETE FROM a":                              "DELETE a (deferred)",
+		"CREATE FUNCTION f() RETURNS void LANGUAGE sql BEGIN ATOMIC UPDATE a SET x = 1; END": "UPDATE a (deferred)",
+	} {
+		tree, err := pg.Parse(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range Writes(tree.ProtoReflect(), nil) {
+			s := w.Kind + " " + w.Relation.Relname
+			if w.Deferred {
+				s += " (deferred)"
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: got %q, want %q", sql, strings.Join(got, ","), want)
+		}
+	}
+}
