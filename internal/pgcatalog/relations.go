@@ -31,7 +31,7 @@ type Relation struct {
 // reach the tables under it.
 func (r Relation) IsView() bool { return r.Kind == "v" }
 
-// relationsQuery lists, for $1 schema ('' = every schema), $2 table name and $3 epoch
+// relationsQuery lists, for $1 schema (empty: every schema), $2 table name and $3 epoch
 // column, the relations Relation describes. System schemas, sqlfence's own and other
 // sessions' temporary schemas are left out: a temporary table is visible in pg_class to
 // every session but written only by its own.
