@@ -55,7 +55,7 @@ const (
 	benchUpdate = `UPDATE bench_items SET quantity = quantity + $2 WHERE id = $1`
 	// benchHandFenced is benchUpdate fenced by hand, exactly as sqlfence sends it
 	// (the setup checks), so both sides cost the server the same.
-	benchHandFenced = `UPDATE bench_items SET quantity = quantity + $2, writer_epoch = $3::bigint WHERE (id = $1) AND bench_items.writer_epoch <= $3::bigint`
+	benchHandFenced = `UPDATE bench_items SET quantity = quantity + $2, writer_epoch = $3::bigint WHERE (id = $1) AND bench_items.writer_epoch OPERATOR(pg_catalog.<=) $3::bigint`
 	benchRead       = `SELECT quantity, writer_epoch FROM bench_items WHERE id = $1`
 	benchPlainWrite = `UPDATE bench_plain SET n = n + 1 WHERE id = $1`
 	benchEpoch      = 1 << 40 // large, as real epochs from a sequence become

@@ -28,7 +28,7 @@
 // PostgreSQL receives the application's own text with the fence inserted, the epoch
 // as one more parameter:
 //
-//	UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint
+//	UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint
 //
 // To wrap a connector of your own (a configured pgx connector, lib/pq, a test fake),
 // parse the policy with [LoadPolicy] or [ParsePolicy] and use [NewConnector].

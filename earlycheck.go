@@ -89,7 +89,8 @@ func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where 
 	if ref.Schema != "" {
 		rel = pgx.Identifier{ref.Schema, ref.Name}
 	}
-	query := "SELECT max(" + pgx.Identifier{column}.Sanitize() + ") FROM " + rel.Sanitize()
+	// pg_catalog.max: the built-in aggregate, whatever the session put in search_path.
+	query := "SELECT pg_catalog.max(" + pgx.Identifier{column}.Sanitize() + ") FROM " + rel.Sanitize()
 	if where != "" {
 		// The newline ends a trailing -- comment in where before our parenthesis.
 		query += " WHERE (" + where + "\n)"

@@ -140,7 +140,7 @@ func (r *rewriter) apply() string {
 func (r *rewriter) epochText() string { return "$" + strconv.Itoa(int(r.param)) + "::bigint" }
 
 func (r *rewriter) fenceText(t *Table, qual string) string {
-	return sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn) + " " + t.Mode.Operator() + " " + r.epochText()
+	return sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn) + " " + t.Mode.qualifiedOperator() + " " + r.epochText()
 }
 
 func (r *rewriter) text(from, to int) string { return r.sql[r.toks[from].start:r.toks[to-1].end] }

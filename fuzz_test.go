@@ -522,7 +522,9 @@ func (c *fenceChecker) assigned(t *Table, what string, targets []*pg.Node) {
 	}
 }
 
-// fenced: `qual.col op $N::bigint` is a conjunct at the top level of cond.
+// fenced: `qual.col OPERATOR(pg_catalog.op) $N::bigint` is a conjunct at the top level
+// of cond. Only the schema-qualified operator counts: a bare `<` resolves through
+// search_path, and sqlfence never writes one.
 func (c *fenceChecker) fenced(t *Table, what, qual string, cond *pg.Node) {
 	op := "<"
 	if t.Mode == ModeRepeatable {
@@ -530,7 +532,8 @@ func (c *fenceChecker) fenced(t *Table, what, qual string, cond *pg.Node) {
 	}
 	for _, n := range conjuncts(cond) {
 		e := n.GetAExpr()
-		if e == nil || e.Kind != pg.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != op || !c.isEpoch(e.Rexpr) {
+		if e == nil || e.Kind != pg.A_Expr_Kind_AEXPR_OP || len(e.Name) != 2 ||
+			e.Name[0].GetString_().GetSval() != "pg_catalog" || e.Name[1].GetString_().GetSval() != op || !c.isEpoch(e.Rexpr) {
 			continue
 		}
 		f := e.Lexpr.GetColumnRef().GetFields()
@@ -538,7 +541,7 @@ func (c *fenceChecker) fenced(t *Table, what, qual string, cond *pg.Node) {
 			return
 		}
 	}
-	c.errorf("%s on %s lacks the top-level conjunct %s.%s %s $%d::bigint", what, t.QualifiedName, qual, t.EpochColumn, op, c.param)
+	c.errorf("%s on %s lacks the top-level conjunct %s.%s OPERATOR(pg_catalog.%s) $%d::bigint", what, t.QualifiedName, qual, t.EpochColumn, op, c.param)
 }
 
 func conjuncts(n *pg.Node) []*pg.Node {
@@ -772,19 +775,25 @@ func TestFuzzCheckerCatches(t *testing.T) {
 		want string
 	}{
 		{"UPDATE inventory SET quantity = 1 WHERE sku = $1",
-			rewrite("UPDATE inventory SET quantity = 1, writer_epoch = $2::bigint WHERE sku = $1 OR inventory.writer_epoch < $2::bigint", 2),
+			rewrite("UPDATE inventory SET quantity = 1, writer_epoch = $2::bigint WHERE sku = $1 OR inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint", 2),
 			"lacks the top-level conjunct"},
 		{"UPDATE inventory AS i SET quantity = 1",
-			rewrite("UPDATE inventory AS i SET quantity = 1, writer_epoch = $1::bigint WHERE inventory.writer_epoch < $1::bigint", 1),
+			rewrite("UPDATE inventory AS i SET quantity = 1, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint", 1),
 			"lacks the top-level conjunct i.writer_epoch"},
 		{"UPDATE inventory SET quantity = 1",
-			rewrite("UPDATE inventory SET quantity = 1 WHERE inventory.writer_epoch < $1::bigint", 1),
+			rewrite("UPDATE inventory SET quantity = 1 WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint", 1),
 			"assigns writer_epoch 0 times"},
 		{"UPDATE billing.invoices SET total = 1",
-			rewrite("UPDATE billing.invoices SET total = 1, writer_epoch = $1::bigint WHERE invoices.writer_epoch < $1::bigint", 1),
-			"<= $1::bigint"},
+			rewrite("UPDATE billing.invoices SET total = 1, writer_epoch = $1::bigint WHERE invoices.writer_epoch OPERATOR(pg_catalog.<) $1::bigint", 1),
+			"OPERATOR(pg_catalog.<=) $1::bigint"},
+		{"UPDATE inventory SET quantity = 1 WHERE sku = $1",
+			rewrite("UPDATE inventory SET quantity = 1, writer_epoch = $2::bigint WHERE (sku = $1) AND inventory.writer_epoch < $2::bigint", 2),
+			"lacks the top-level conjunct inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"}, // unqualified: resolves through search_path
+		{"UPDATE inventory SET quantity = 1 WHERE sku = $1",
+			rewrite("UPDATE inventory SET quantity = 1, writer_epoch = $2::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(public.<) $2::bigint", 2),
+			"lacks the top-level conjunct inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"},
 		{"UPDATE inventory SET quantity = $1",
-			rewrite("UPDATE inventory SET quantity = $1, writer_epoch = $1::bigint WHERE inventory.writer_epoch < $1::bigint", 1),
+			rewrite("UPDATE inventory SET quantity = $1, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint", 1),
 			"want $2"},
 		{"INSERT INTO inventory (sku, quantity) VALUES ('a', 1), ('b', 2)",
 			rewrite("INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ('a', 1, $1::bigint), ('b', $1::bigint, 2)", 1),
@@ -796,10 +805,10 @@ func TestFuzzCheckerCatches(t *testing.T) {
 			rewrite("INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ('a', 1, $1::bigint) ON CONFLICT (sku) DO UPDATE SET quantity = 2, writer_epoch = $1::bigint", 1),
 			"ON CONFLICT DO UPDATE on inventory lacks"},
 		{"MERGE INTO inventory t USING s ON t.sku = s.sku WHEN MATCHED AND s.x THEN DELETE WHEN NOT MATCHED THEN INSERT (sku) VALUES (s.sku)",
-			rewrite("MERGE INTO inventory t USING s ON t.sku = s.sku WHEN MATCHED AND (s.x OR t.writer_epoch < $1::bigint) THEN DELETE WHEN NOT MATCHED THEN INSERT (sku, writer_epoch) VALUES (s.sku, $1::bigint)", 1),
+			rewrite("MERGE INTO inventory t USING s ON t.sku = s.sku WHEN MATCHED AND (s.x OR t.writer_epoch OPERATOR(pg_catalog.<) $1::bigint) THEN DELETE WHEN NOT MATCHED THEN INSERT (sku, writer_epoch) VALUES (s.sku, $1::bigint)", 1),
 			"MERGE WHEN MERGE_WHEN_MATCHED on inventory lacks"},
 		{"/* keep me */ DELETE FROM inventory",
-			rewrite("DELETE FROM inventory WHERE inventory.writer_epoch < $1::bigint", 1),
+			rewrite("DELETE FROM inventory WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint", 1),
 			`lost the input's token "/* keep me */"`},
 		{"DELETE FROM inventory", &decision{act: actPass}, "passed a *pg_query.DeleteStmt"},
 		{"EXPLAIN ANALYZE DELETE FROM inventory", &decision{act: actPass}, "passed a *pg_query.DeleteStmt"},
@@ -810,7 +819,7 @@ func TestFuzzCheckerCatches(t *testing.T) {
 		{"DO $$ BEGIN IF true THEN UPDATE inventory SET quantity = 0; END IF; END $$", &decision{act: actPass}, "in a DO block: passed a *pg_query.UpdateStmt"},
 		{"UPDATE inventory SET quantity = 1 WHERE note = 'x'",
 			&decision{act: actRewrite, epochParam: 1,
-				sql:      "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'x') AND inventory.writer_epoch < $1::bigint",
+				sql:      "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'x') AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint",
 				classify: &classifier{query: "WITH d AS (DELETE FROM inventory RETURNING 1) SELECT max(writer_epoch)::bigint FROM inventory WHERE note = 'y'"}},
 			"classification query writes"},
 	} {

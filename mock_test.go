@@ -225,7 +225,7 @@ func TestMockGoldenReachesDriver(t *testing.T) {
 func TestMockRewriteExact(t *testing.T) {
 	const (
 		in   = "/* app=worker */ UPDATE inventory\n  SET quantity = quantity - $2   -- take\n  WHERE sku = $1;"
-		sent = "/* app=worker */ UPDATE inventory\n  SET quantity = quantity - $2, writer_epoch = $3::bigint   -- take\n  WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint;"
+		sent = "/* app=worker */ UPDATE inventory\n  SET quantity = quantity - $2, writer_epoch = $3::bigint   -- take\n  WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint;"
 	)
 	db, r := openFull(t)
 	if _, err := db.ExecContext(epoch(42), in, "a", 5); err != nil {
@@ -252,7 +252,7 @@ func TestMockRewriteExact(t *testing.T) {
 func TestMockPrepared(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint"
+		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
 	)
 	db, r := openFull(t)
 	st, err := db.PrepareContext(epoch(1), in)
@@ -305,7 +305,7 @@ func TestMockPrepared(t *testing.T) {
 func TestMockTransaction(t *testing.T) {
 	const (
 		in   = "DELETE FROM inventory WHERE sku = $1"
-		sent = "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch < $2::bigint"
+		sent = "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
 	)
 	db, r := openFull(t)
 	tx, err := db.BeginTx(context.Background(), &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})
@@ -378,7 +378,7 @@ func classifyReply(write string, stored any) func(op, query string, args []drive
 func TestMockZeroRows(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1 RETURNING sku"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint RETURNING sku"
+		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint RETURNING sku"
 	)
 	for _, c := range []struct {
 		name   string
@@ -572,7 +572,7 @@ func (e *fakeServerError) Error() string { return "fake server error " + e.code 
 func TestMockClassificationBadConn(t *testing.T) {
 	const in = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
 	db, r := openFull(t)
-	base := classifyReply("UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint", int64(9))
+	base := classifyReply("UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint", int64(9))
 	r.reply = func(op, query string, args []driver.NamedValue) (any, error) {
 		if op == "query" && strings.HasPrefix(query, "SELECT ") {
 			return nil, driver.ErrBadConn
@@ -681,7 +681,7 @@ func TestMockTransparencyFull(t *testing.T) {
 		t.Fatalf("prepared fenced write with a driver-specific argument: %v", err)
 	}
 	st.Close()
-	const sent = "DELETE FROM inventory WHERE (note = $1) AND inventory.writer_epoch < $2::bigint"
+	const sent = "DELETE FROM inventory WHERE (note = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
 	wantCalls(t, r.statements(),
 		rec{op: "exec", query: "SELECT $1", args: []driver.NamedValue{nv(1, arg)}},
 		rec{op: "exec", query: sent, args: []driver.NamedValue{nv(1, arg), nv(2, int64(7))}},
@@ -755,7 +755,7 @@ func TestMockTransparencyFull(t *testing.T) {
 func TestMockTransparencyBare(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint"
+		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
 	)
 	db, r := openBare(t)
 	ctx := context.Background()
@@ -869,7 +869,7 @@ func columnTypes(cts []*sql.ColumnType) []string {
 func TestMockBareZeroRows(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch < $3::bigint"
+		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
 	)
 	db, r := openBare(t)
 	r.reply = func(op, query string, args []driver.NamedValue) (any, error) {
@@ -928,7 +928,7 @@ func TestMockOwnConnector(t *testing.T) {
 func TestMockInnerErrSkip(t *testing.T) {
 	const (
 		in   = "DELETE FROM inventory WHERE sku = $1"
-		sent = "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch < $2::bigint"
+		sent = "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
 	)
 	db, r := openFull(t)
 	r.reply = func(op, query string, args []driver.NamedValue) (any, error) {
@@ -964,7 +964,7 @@ func TestMockInnerErrSkip(t *testing.T) {
 func TestMockClassifierKeepsLiterals(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = 1 WHERE note = 'sqlfence_epoch_marker'"
-		sent = "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'sqlfence_epoch_marker') AND inventory.writer_epoch < $1::bigint"
+		sent = "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'sqlfence_epoch_marker') AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint"
 	)
 	db, r := openFull(t)
 	r.reply = classifyReply(sent, int64(9))

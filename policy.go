@@ -40,6 +40,17 @@ func (m Mode) Operator() string {
 	return "<"
 }
 
+// qualifiedOperator is Operator as sqlfence writes it into SQL: OPERATOR(pg_catalog.<)
+// names the built-in comparison, which no operator the session creates and no
+// search_path it sets can replace.
+func (m Mode) qualifiedOperator() string { return catalogOperator(m.Operator()) }
+
+// catalogOperator spells a built-in operator schema-qualified, OPERATOR(pg_catalog.op).
+// Every operator sqlfence writes into SQL goes through it: an unqualified one resolves
+// through search_path, and a session that creates public.< on bigint and puts public
+// first would change what the fence means.
+func catalogOperator(op string) string { return "OPERATOR(pg_catalog." + op + ")" }
+
 // Enforcement says whether sqlfence enforces the policy or only reports what
 // it would have done.
 type Enforcement uint8

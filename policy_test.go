@@ -493,6 +493,9 @@ func TestModeAndEnforcement(t *testing.T) {
 		{ModeStrict.Operator(), "<"},
 		{ModeRepeatable.Operator(), "<="},
 		{Mode(0).Operator(), "<"}, // an unset mode must not widen what a stale writer may do
+		{ModeStrict.qualifiedOperator(), "OPERATOR(pg_catalog.<)"},
+		{ModeRepeatable.qualifiedOperator(), "OPERATOR(pg_catalog.<=)"},
+		{Mode(0).qualifiedOperator(), "OPERATOR(pg_catalog.<)"},
 		{EnforceOn.String(), "on"},
 		{EnforceShadow.String(), "shadow"},
 		{Enforcement(9).String(), "Enforcement(9)"},

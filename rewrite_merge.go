@@ -101,7 +101,7 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 			b.WriteString(r.text(lo, after) + " ")
 		}
 		qcol := sqlident.Quote(qual) + "." + col
-		fmt.Fprintf(&b, "SELECT max(%s)::bigint, count(*) FILTER (WHERE %s) FROM %s JOIN %s ON (%s)", qcol, fencedCondition(qcol, t, false),
+		fmt.Fprintf(&b, "SELECT %s FROM %s JOIN %s ON (%s)", classifierColumns(qcol, t, false),
 			r.text(r.find(after, hi, base, pg.Token_INTO)+1, using), source, cond)
 		if m.WithClause == nil || readOnlyWith(m.WithClause) {
 			r.top = renumber(t, b.String())

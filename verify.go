@@ -24,8 +24,9 @@ func epochNode(param int32) *pg.Node {
 
 func fenceNode(t *Table, qual string, param int32) *pg.Node {
 	return &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{
-		Kind:  pg.A_Expr_Kind_AEXPR_OP,
-		Name:  []*pg.Node{pg.MakeStrNode(t.Mode.Operator())},
+		Kind: pg.A_Expr_Kind_AEXPR_OP,
+		// OPERATOR(pg_catalog.<) parses to the qualified name ["pg_catalog", "<"].
+		Name:  []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode(t.Mode.Operator())},
 		Lexpr: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(qual), pg.MakeStrNode(t.EpochColumn)}}}},
 		Rexpr: epochNode(param),
 	}}}

@@ -43,7 +43,7 @@ func (r *rewriter) classifier(t *Table, qual string, deleted bool, w *pg.WithCla
 		b.WriteByte(' ')
 	}
 	col := sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn)
-	fmt.Fprintf(&b, "SELECT max(%s)::bigint, count(*) FILTER (WHERE %s) FROM %s", col, fencedCondition(col, t, deleted), target)
+	fmt.Fprintf(&b, "SELECT %s FROM %s", classifierColumns(col, t, deleted), target)
 	if from != "" {
 		b.WriteString(", ")
 		b.WriteString(from)
@@ -75,14 +75,22 @@ func (r *rewriter) whereText(end int) string {
 // knows its number.
 const epochMarker = "sqlfence_epoch_marker"
 
+// classifierColumns is the select list of a classification query: the highest stored
+// epoch and the number of matching rows the fence kept. Like the fence, it names the
+// built-in aggregates and operators by schema, so that nothing the session created
+// or put first in search_path changes how a 0-row result is explained.
+func classifierColumns(col string, t *Table, deleted bool) string {
+	return "pg_catalog.max(" + col + ")::bigint, pg_catalog.count(*) FILTER (WHERE " + fencedCondition(col, t, deleted) + ")"
+}
+
 // fencedCondition is the condition that, after a write ran, picks out the rows it matched
 // but the fence kept: rows an UPDATE wrote now hold the epoch itself, so a newer one
 // means fenced; rows a DELETE removed are gone, so every remaining match was fenced.
 func fencedCondition(col string, t *Table, deleted bool) string {
 	if deleted {
-		return "NOT (" + col + " " + t.Mode.Operator() + " " + epochMarker + ")"
+		return "NOT (" + col + " " + t.Mode.qualifiedOperator() + " " + epochMarker + ")"
 	}
-	return col + " > " + epochMarker
+	return col + " " + catalogOperator(">") + " " + epochMarker
 }
 
 // renumber rewrites the parameters of query to $1..$n in order of first use and

@@ -11,5 +11,5 @@ DELETE -- x
 FROM -- y
 inventory -- z
 WHERE -- w
-(sku = $1) AND inventory.writer_epoch < $2::bigint -- v
+(sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint -- v
 ;;

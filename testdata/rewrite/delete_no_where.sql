@@ -1,3 +1,3 @@
 DELETE FROM inventory
 ---- sent ----
-DELETE FROM inventory WHERE inventory.writer_epoch < $1::bigint
+DELETE FROM inventory WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint
