@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pgtest
+package pgcluster
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 func sysProcAttr(runAs *account) (*syscall.SysProcAttr, error) {
 	if runAs != nil {
-		return nil, errors.New("pgtest: running the server as the postgres user is only supported on Linux; run the tests as an unprivileged user")
+		return nil, errors.New("pgcluster: running the server as the postgres user is only supported on Linux; run as an unprivileged user")
 	}
 	return nil, nil
 }
