@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
 const auditUsage = `Usage: sqlfence audit --policy sqlfence.yaml --dsn DSN [--sequence NAME | --jobs-table NAME [--epoch-column COL]] [--fix]
@@ -473,8 +475,8 @@ func writeAuditText(w io.Writer, rep *auditReport, fix bool) {
 			}
 		}
 		fmt.Fprintf(w, "%d %s in %d %s %s epochs above the counter (%d), up to %d: every write with an epoch up to %d is fenced on them.\n",
-			rep.RowsAbove, plural(int(rep.RowsAbove), "row", "rows"), tables, plural(tables, "table", "tables"),
-			plural(int(rep.RowsAbove), "holds", "hold"), from, rep.Highest, rep.Highest)
+			rep.RowsAbove, cmdutil.Plural(int(rep.RowsAbove), "row", "rows"), tables, cmdutil.Plural(tables, "table", "tables"),
+			cmdutil.Plural(int(rep.RowsAbove), "holds", "hold"), from, rep.Highest, rep.Highest)
 	}
 	if c.Kind == "jobs_table" {
 		fmt.Fprintf(w, "Per-job epochs: rows are compared with the highest epoch of any job, so a row above its own job's epoch but not above %d is not found.\n", from)
@@ -486,7 +488,7 @@ func writeAuditText(w io.Writer, rep *auditReport, fix bool) {
 		fmt.Fprintf(w, "Fixed, in one transaction: sequence %s moved from %d to %d; the next claim gets %d. No row was changed.\n", c.Name, f.From, f.To, f.To+1)
 	case f != nil:
 		fmt.Fprintf(w, "Fixed, in one transaction: raised %s.%s to %d on %d %s; every job's next claim gets at least %d. No protected row was changed.\n",
-			c.Name, quoteIdent(c.Column), f.To, f.JobsRaised, plural(int(f.JobsRaised), "job", "jobs"), f.To+1)
+			c.Name, quoteIdent(c.Column), f.To, f.JobsRaised, cmdutil.Plural(int(f.JobsRaised), "job", "jobs"), f.To+1)
 		fmt.Fprintln(w, "A job that was claimed while this ran has lost its claim: its renewal and completion are refused, and it runs again once its lease expires.")
 	case rep.RowsAbove > 0 && !fix:
 		next := "the next claim then gets"
@@ -497,6 +499,6 @@ func writeAuditText(w io.Writer, rep *auditReport, fix bool) {
 	}
 	if rep.NullEpochs > 0 {
 		fmt.Fprintf(w, "%d %s a NULL epoch, which no fenced write ever matches (NULL < $e is never true): set it to 0 under the guard's override and make the column NOT NULL DEFAULT 0.\n",
-			rep.NullEpochs, plural(int(rep.NullEpochs), "row has", "rows have"))
+			rep.NullEpochs, cmdutil.Plural(int(rep.NullEpochs), "row has", "rows have"))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
 const guardUsage = `Usage: sqlfence guard --policy sqlfence.yaml [--apply --dsn DSN] [--no-insert]
@@ -322,9 +323,9 @@ func (g guardScript) applyDrop(ctx context.Context, conn *pgx.Conn, stdout io.Wr
 	switch {
 	case !hasLog:
 	case g.keepLog:
-		fmt.Fprintf(stdout, "kept sqlfence.override_log (%d %s)\n", logRows, plural(int(logRows), "row", "rows"))
+		fmt.Fprintf(stdout, "kept sqlfence.override_log (%d %s)\n", logRows, cmdutil.Plural(int(logRows), "row", "rows"))
 	default:
-		fmt.Fprintf(stdout, "dropped sqlfence.override_log (%d %s) and the sqlfence schema's guard functions\n", logRows, plural(int(logRows), "row", "rows"))
+		fmt.Fprintf(stdout, "dropped sqlfence.override_log (%d %s) and the sqlfence schema's guard functions\n", logRows, cmdutil.Plural(int(logRows), "row", "rows"))
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sqlfence/sqlfence/internal/cli/check"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -34,7 +36,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: runDemo},
-		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: runCheck},
+		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: check.Run},
 		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: runGuard},
 		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: runAudit},
 		{name: workerCommand, run: runDemoWorker, hidden: true},

@@ -136,12 +136,20 @@ func buildBinary(t *testing.T) string {
 	return path
 }
 
-// runBinary runs the built binary and returns its output and exit code.
+// checkDir is where the binary runs in TestBinary: the check package's directory,
+// where its test files are.
+const checkDir = "../../internal/cli/check"
+
+// checkPolicy is the policy of the check package's test files, relative to checkDir.
+const checkPolicy = "testdata/policy.yaml"
+
+// runBinary runs the built binary in checkDir and returns its output and exit code.
 func runBinary(t *testing.T, bin string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = checkDir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

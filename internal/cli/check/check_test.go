@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"encoding/json"
@@ -7,9 +7,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sqlfence/sqlfence/internal/cli/clitest"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
-const checkPolicy = "testdata/check/policy.yaml"
+const checkPolicy = "testdata/policy.yaml"
+
+// cli runs sqlfence check with args, as the program would.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return clitest.Run(t, Run, args...)
+}
 
 // where lists findings as "file:line:col rule", the part of a finding a test pins.
 func where(fs []finding) []string {
@@ -20,10 +29,10 @@ func where(fs []finding) []string {
 	return out
 }
 
-func checkJSON(t *testing.T, args ...string) (checkResult, int, string) {
+func checkJSON(t *testing.T, args ...string) (result, int, string) {
 	t.Helper()
-	out, errOut, code := cli(t, append([]string{"check", "--policy", checkPolicy, "--format", "json"}, args...)...)
-	var res checkResult
+	out, errOut, code := cli(t, append([]string{"--policy", checkPolicy, "--format", "json"}, args...)...)
+	var res result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("check --format json printed something that is not JSON (%v):\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -32,9 +41,9 @@ func checkJSON(t *testing.T, args ...string) (checkResult, int, string) {
 
 func TestCheckSQLFiles(t *testing.T) {
 	t.Parallel()
-	res, code, errOut := checkJSON(t, "testdata/check/sql")
-	if code != exitFindings {
-		t.Fatalf("exit code %d, want %d; stderr: %s", code, exitFindings, errOut)
+	res, code, errOut := checkJSON(t, "testdata/sql")
+	if code != cmdutil.ExitFindings {
+		t.Fatalf("exit code %d, want %d; stderr: %s", code, cmdutil.ExitFindings, errOut)
 	}
 	want := []string{
 		// 001_schema.sql is clean: DDL, seed rows that name the epoch column, reads,
@@ -78,41 +87,41 @@ func TestCheckSQLFiles(t *testing.T) {
 		}
 	}
 	first := res.Findings[0]
-	wantContains(t, "message", first.Message, "UPDATE of protected table inventory bypasses the fence",
+	clitest.WantContains(t, "message", first.Message, "UPDATE of protected table inventory bypasses the fence",
 		"SET does not assign writer_epoch", "writer_epoch < <epoch>", "sqlfence:ignore <reason>")
 	if first.Statement != "UPDATE inventory SET quantity = 0 WHERE sku = 'widget'" || first.EndColumn != len(first.Statement)+1 {
 		t.Errorf("statement %q ends at column %d", first.Statement, first.EndColumn)
 	}
-	wantContains(t, "<= message", res.Findings[2].Message, "with <=", "strict mode")
-	wantContains(t, "TRUNCATE message", res.Findings[8].Message, "TRUNCATE cannot be fenced")
+	clitest.WantContains(t, "<= message", res.Findings[2].Message, "with <=", "strict mode")
+	clitest.WantContains(t, "TRUNCATE message", res.Findings[8].Message, "TRUNCATE cannot be fenced")
 }
 
 func TestCheckCleanFileExitsZero(t *testing.T) {
 	t.Parallel()
-	out, errOut, code := cli(t, "check", "--policy", checkPolicy, "testdata/check/sql/001_schema.sql")
-	wantCode(t, code, exitOK, out, errOut)
+	out, errOut, code := cli(t, "--policy", checkPolicy, "testdata/sql/001_schema.sql")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 	if out != "" {
 		t.Errorf("stdout for a clean file: %q", out)
 	}
-	wantContains(t, "stderr", errOut, "0 findings in 1 file (8 statements checked)")
+	clitest.WantContains(t, "stderr", errOut, "0 findings in 1 file (8 statements checked)")
 }
 
 func TestCheckTextOutput(t *testing.T) {
 	t.Parallel()
 	// Flags may follow the paths.
-	out, errOut, code := cli(t, "check", "testdata/check/sql/002_maintenance.sql", "--policy", checkPolicy)
-	wantCode(t, code, exitFindings, out, errOut)
-	wantContains(t, "stdout", out,
-		"testdata/check/sql/002_maintenance.sql:15:1: unfenced-write: UPDATE of protected table inventory bypasses the fence",
+	out, errOut, code := cli(t, "testdata/sql/002_maintenance.sql", "--policy", checkPolicy)
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	clitest.WantContains(t, "stdout", out,
+		"testdata/sql/002_maintenance.sql:15:1: unfenced-write: UPDATE of protected table inventory bypasses the fence",
 		"\tUPDATE inventory SET quantity = 0 WHERE sku = 'widget'\n",
-		"testdata/check/sql/002_maintenance.sql:24:1: unfenceable: cannot be fenced: TRUNCATE cannot be fenced")
-	wantContains(t, "stderr", errOut, "sqlfence check: 12 findings in 1 file")
+		"testdata/sql/002_maintenance.sql:24:1: unfenceable: cannot be fenced: TRUNCATE cannot be fenced")
+	clitest.WantContains(t, "stderr", errOut, "sqlfence check: 12 findings in 1 file")
 }
 
 func TestCheckGoFiles(t *testing.T) {
 	t.Parallel()
-	res, code, errOut := checkJSON(t, "testdata/check/go")
-	if code != exitFindings {
+	res, code, errOut := checkJSON(t, "testdata/go")
+	if code != cmdutil.ExitFindings {
 		t.Fatalf("exit code %d; stderr: %s", code, errOut)
 	}
 	want := []string{
@@ -129,24 +138,24 @@ func TestCheckGoFiles(t *testing.T) {
 	if got := where(res.Suppressed); !slices.Equal(got, []string{"repo.go:54:34 refused"}) {
 		t.Errorf("suppressed: %v", got)
 	}
-	wantContains(t, "message", res.Findings[1].Message, "the sqlfence driver refuses this statement", "assigns the epoch column writer_epoch")
+	clitest.WantContains(t, "message", res.Findings[1].Message, "the sqlfence driver refuses this statement", "assigns the epoch column writer_epoch")
 	if res.Findings[1].Statement != "UPDATE inventory SET quantity = 0, writer_epoch = $2 WHERE sku = $1" {
 		t.Errorf("statement %q", res.Findings[1].Statement)
 	}
 	// The _test.go file is checked only with --tests.
-	res, _, _ = checkJSON(t, "--tests", "testdata/check/go")
+	res, _, _ = checkJSON(t, "--tests", "testdata/go")
 	if !slices.Contains(where(res.Findings), "repo_test.go:10:22 refused") {
 		t.Errorf("--tests did not check repo_test.go: %v", where(res.Findings))
 	}
 	// --go=false leaves Go files in directories alone.
-	out, errOut, code := cli(t, "check", "--policy", checkPolicy, "--go=false", "testdata/check/go")
-	wantCode(t, code, exitOK, out, errOut)
+	out, errOut, code := cli(t, "--policy", checkPolicy, "--go=false", "testdata/go")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 }
 
 func TestCheckSARIF(t *testing.T) {
 	t.Parallel()
-	out, errOut, code := cli(t, "check", "--policy", checkPolicy, "--format", "sarif", "testdata/check/sql", "testdata/check/broken")
-	wantCode(t, code, exitError, out, errOut)
+	out, errOut, code := cli(t, "--policy", checkPolicy, "--format", "sarif", "testdata/sql", "testdata/broken")
+	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 	// The parts of SARIF 2.1.0 code scanning reads. (The output also validates against
 	// the OASIS sarif-schema-2.1.0.json.)
 	var log struct {
@@ -192,7 +201,7 @@ func TestCheckSARIF(t *testing.T) {
 		t.Fatalf("version %q schema %q runs %d", log.Version, log.Schema, len(log.Runs))
 	}
 	r := log.Runs[0]
-	if r.Tool.Driver.Name != "sqlfence" || r.ColumnKind != "unicodeCodePoints" || len(r.Tool.Driver.Rules) != len(checkRules) {
+	if r.Tool.Driver.Name != "sqlfence" || r.ColumnKind != "unicodeCodePoints" || len(r.Tool.Driver.Rules) != len(rules) {
 		t.Errorf("tool %q columnKind %q rules %d", r.Tool.Driver.Name, r.ColumnKind, len(r.Tool.Driver.Rules))
 	}
 	if len(r.Results) != 21 { // 17 findings and 4 suppressed
@@ -204,7 +213,7 @@ func TestCheckSARIF(t *testing.T) {
 			t.Errorf("result's ruleIndex %d does not name rule %q", res.RuleIndex, res.RuleID)
 		}
 		loc := res.Locations[0].PhysicalLocation
-		if !strings.HasPrefix(loc.ArtifactLocation.URI, "testdata/check/sql/") || loc.Region.StartLine < 1 || loc.Region.StartColumn < 1 || res.Message.Text == "" {
+		if !strings.HasPrefix(loc.ArtifactLocation.URI, "testdata/sql/") || loc.Region.StartLine < 1 || loc.Region.StartColumn < 1 || res.Message.Text == "" {
 			t.Errorf("result without a usable location or message: %+v", res)
 		}
 		if len(res.Suppressions) > 0 {
@@ -232,34 +241,34 @@ func TestCheckBadInput(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"unparseable SQL", []string{"--policy", checkPolicy, "testdata/check/broken"}, exitError,
-			[]string{`testdata/check/broken/broken.sql:2:23: error: syntax error at or near "quantity"`, "1 file could not be checked"}},
-		{"nesting that could crash the parser", []string{"--policy", checkPolicy, "testdata/check/deep"}, exitError,
+		{"unparseable SQL", []string{"--policy", checkPolicy, "testdata/broken"}, cmdutil.ExitError,
+			[]string{`testdata/broken/broken.sql:2:23: error: syntax error at or near "quantity"`, "1 file could not be checked"}},
+		{"nesting that could crash the parser", []string{"--policy", checkPolicy, "testdata/deep"}, cmdutil.ExitError,
 			[]string{"deep.sql:1:208: error: nesting deeper than 200 levels"}},
-		{"missing policy file", []string{"--policy", filepath.Join(dir, "nope.yaml"), "testdata/check/sql"}, exitError,
+		{"missing policy file", []string{"--policy", filepath.Join(dir, "nope.yaml"), "testdata/sql"}, cmdutil.ExitError,
 			[]string{"nope.yaml does not exist", "--policy"}},
-		{"no policy at all", []string{"testdata/check/sql"}, exitError,
+		{"no policy at all", []string{"testdata/sql"}, cmdutil.ExitError,
 			[]string{"no policy: give --policy PATH", "SQLFENCE_POLICY"}},
-		{"broken policy", []string{"--policy", writeFile(t, dir, "bad.yaml", "version: 1\ntables: []\n"), "testdata/check/sql"}, exitError,
+		{"broken policy", []string{"--policy", clitest.WriteFile(t, dir, "bad.yaml", "version: 1\ntables: []\n"), "testdata/sql"}, cmdutil.ExitError,
 			[]string{"line 2", "tables is empty"}},
-		{"no paths", []string{"--policy", checkPolicy}, exitError, []string{"no PATH to check"}},
-		{"missing path", []string{"--policy", checkPolicy, filepath.Join(dir, "missing")}, exitError, []string{"no such file or directory"}},
-		{"bad format", []string{"--policy", checkPolicy, "--format", "xml", "testdata/check/sql"}, exitError, []string{"--format must be text, json or sarif"}},
-		{"invalid UTF-8", []string{"--policy", checkPolicy, writeFile(t, dir, "latin1.sql", "SELECT '\xe9';\n")}, exitError, []string{"not valid UTF-8"}},
-		{"unparseable Go", []string{"--policy", checkPolicy, writeFile(t, dir, "bad.go", "package x\nfunc {\n")}, exitError, []string{"bad.go: error: cannot parse Go source"}},
+		{"no paths", []string{"--policy", checkPolicy}, cmdutil.ExitError, []string{"no PATH to check"}},
+		{"missing path", []string{"--policy", checkPolicy, filepath.Join(dir, "missing")}, cmdutil.ExitError, []string{"no such file or directory"}},
+		{"bad format", []string{"--policy", checkPolicy, "--format", "xml", "testdata/sql"}, cmdutil.ExitError, []string{"--format must be text, json or sarif"}},
+		{"invalid UTF-8", []string{"--policy", checkPolicy, clitest.WriteFile(t, dir, "latin1.sql", "SELECT '\xe9';\n")}, cmdutil.ExitError, []string{"not valid UTF-8"}},
+		{"unparseable Go", []string{"--policy", checkPolicy, clitest.WriteFile(t, dir, "bad.go", "package x\nfunc {\n")}, cmdutil.ExitError, []string{"bad.go: error: cannot parse Go source"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := cli(t, append([]string{"check"}, tc.args...)...)
-			wantCode(t, code, tc.code, out, errOut)
-			wantContains(t, "stderr", errOut, tc.want...)
+			out, errOut, code := cli(t, tc.args...)
+			clitest.WantCode(t, code, tc.code, out, errOut)
+			clitest.WantContains(t, "stderr", errOut, tc.want...)
 		})
 	}
 }
 
 func TestCheckPolicyFromEnvironment(t *testing.T) {
 	t.Setenv("SQLFENCE_POLICY", checkPolicy)
-	out, errOut, code := cli(t, "check", "testdata/check/sql/001_schema.sql")
-	wantCode(t, code, exitOK, out, errOut)
+	out, errOut, code := cli(t, "testdata/sql/001_schema.sql")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 }
 
 func TestCheckHandFencedShapes(t *testing.T) {
@@ -293,9 +302,9 @@ func TestCheckHandFencedShapes(t *testing.T) {
 		{"CREATE FUNCTION f() RETURNS void LANGUAGE sql BEGIN ATOMIC UPDATE inventory SET quantity = 1, writer_epoch = 2 WHERE writer_epoch < 2; END", false},
 		{"EXPLAIN ANALYZE DELETE FROM inventory", false},
 	} {
-		p := writeFile(t, dir, "shape.sql", tc.sql+";\n")
-		out, errOut, code := cli(t, "check", "--policy", checkPolicy, p)
-		if got := code == exitOK; got != tc.fenced || code == exitError {
+		p := clitest.WriteFile(t, dir, "shape.sql", tc.sql+";\n")
+		out, errOut, code := cli(t, "--policy", checkPolicy, p)
+		if got := code == cmdutil.ExitOK; got != tc.fenced || code == cmdutil.ExitError {
 			t.Errorf("%s\n  exit %d, want fenced=%v\n%s%s", tc.sql, code, tc.fenced, out, errOut)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package check
 
 import (
 	"net/url"
@@ -92,7 +92,7 @@ type sarifNotification struct {
 	Locations []sarifLocation `json:"locations,omitempty"`
 }
 
-func toSARIF(res *checkResult) *sarifLog {
+func toSARIF(res *result) *sarifLog {
 	run := sarifRun{
 		Tool: sarifTool{Driver: sarifDriver{
 			Name:           "sqlfence",
@@ -102,7 +102,7 @@ func toSARIF(res *checkResult) *sarifLog {
 		Results:    []sarifResult{},
 	}
 	index := map[string]int{}
-	for i, r := range checkRules {
+	for i, r := range rules {
 		rule := sarifRule{ID: r.id, ShortDescription: sarifMessage{r.short}, FullDescription: sarifMessage{r.help}, Help: sarifMessage{r.help}}
 		rule.DefaultConfiguration.Level = "error"
 		if strings.HasSuffix(r.id, "-ignore") || r.id == "ignore-without-reason" {
