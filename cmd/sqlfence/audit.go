@@ -386,7 +386,7 @@ func (a *auditor) fix(ctx context.Context, c *auditCounter, highest int64) (*aud
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+pgDuration(a.lockTimeout)+"'"); err != nil {
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+cmdutil.PGDuration(a.lockTimeout)+"'"); err != nil {
 		return nil, err
 	}
 	out := &auditFix{From: c.Value, To: highest}

@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/sqlfence/sqlfence/internal/cli/check"
+	"github.com/sqlfence/sqlfence/internal/cli/guard"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -37,7 +38,7 @@ func commands() []command {
 	return []command{
 		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: runDemo},
 		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: check.Run},
-		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: runGuard},
+		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: guard.Run},
 		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: runAudit},
 		{name: workerCommand, run: runDemoWorker, hidden: true},
 	}

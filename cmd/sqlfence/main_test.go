@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/cli/clitest"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -161,4 +164,9 @@ func runBinary(t *testing.T, bin string, env []string, args ...string) (stdout, 
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), 0
+}
+
+// pgConnect opens a plain pgx connection, closed when the test ends.
+func pgConnect(t *testing.T, dsn string, params map[string]string) *pgx.Conn {
+	return clitest.PGConnect(t, dsn, params)
 }

@@ -1,7 +1,6 @@
-package main
+package guard
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/clitest"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -33,32 +34,23 @@ tables:
     mode: repeatable
 `
 
-func pgConnect(t *testing.T, dsn string, params map[string]string) *pgx.Conn {
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// cli runs sqlfence guard with args, as the program would.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range params {
-		cfg.RuntimeParams[k] = v
-	}
-	conn, err := pgx.ConnectConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	return clitest.Run(t, Run, args...)
 }
 
 // guardFixture is a database with the guard's test tables, and the policy file.
 func guardFixture(t *testing.T) (dsn, policy string, raw *pgx.Conn) {
 	t.Helper()
 	dsn = pgtest.NewDB(t)
-	raw = pgConnect(t, dsn, nil)
+	raw = clitest.PGConnect(t, dsn, nil)
 	if _, err := raw.Exec(t.Context(), guardSchema); err != nil {
 		t.Fatal(err)
 	}
-	policy = writeFile(t, t.TempDir(), "sqlfence.yaml", guardPolicy)
+	policy = clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", guardPolicy)
 	return dsn, policy, raw
 }
 
@@ -74,9 +66,9 @@ func TestGuard(t *testing.T) {
 	t.Parallel()
 	dsn, policy, raw := guardFixture(t)
 	ctx := t.Context()
-	out, errOut, code := cli(t, "guard", "--policy", policy, "--apply", "--dsn", dsn)
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "guard --apply", out, "sqlfence guard installed",
+	out, errOut, code := cli(t, "--policy", policy, "--apply", "--dsn", dsn)
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "guard --apply", out, "sqlfence guard installed",
 		"  inventory (writer_epoch):            public.inventory\n",
 		"  billing.invoices (writer_epoch):     billing.invoices (partitioned table)\n",
 		"                                       billing.invoices_2025 (partition or child table)\n")
@@ -108,7 +100,7 @@ func TestGuard(t *testing.T) {
 	}
 
 	// sqlfence writes work: the driver's connections say so in their startup message.
-	db, err := sql.Open("sqlfence", withParam(dsn, sqlfence.PolicyParam, policy))
+	db, err := sql.Open("sqlfence", cmdutil.WithParam(dsn, sqlfence.PolicyParam, policy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +121,7 @@ func TestGuard(t *testing.T) {
 	}
 
 	// No UPDATE may move an epoch backwards, not even one that claims to be fenced.
-	fenced := pgConnect(t, dsn, map[string]string{sqlfence.GuardSetting: "on"})
+	fenced := clitest.PGConnect(t, dsn, map[string]string{sqlfence.GuardSetting: "on"})
 	if _, err := fenced.Exec(ctx, "UPDATE inventory SET writer_epoch = 1 WHERE sku = 'widget'"); pgCode(err) != "SF002" ||
 		!strings.Contains(err.Error(), "would move writer_epoch backwards, from 6 to 1") {
 		t.Errorf("epoch moved backwards: %v", err)
@@ -181,13 +173,13 @@ func TestGuard(t *testing.T) {
 	raw.Exec(ctx, "RESET sqlfence.override")
 
 	// Applying it again is harmless.
-	out, errOut, code = cli(t, "guard", "--policy", policy, "--apply", "--dsn", dsn)
-	wantCode(t, code, exitOK, out, errOut)
+	out, errOut, code = cli(t, "--policy", policy, "--apply", "--dsn", dsn)
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 
 	// --drop removes everything, and says what it removed.
-	out, errOut, code = cli(t, "guard", "--drop", "--apply", "--dsn", dsn)
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "guard --drop", out, "sqlfence guard removed from", "public.inventory", "billing.invoices_2025",
+	out, errOut, code = cli(t, "--drop", "--apply", "--dsn", dsn)
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "guard --drop", out, "sqlfence guard removed from", "public.inventory", "billing.invoices_2025",
 		"dropped sqlfence.override_log (2 rows)")
 	if _, err := raw.Exec(ctx, "UPDATE inventory SET quantity = 0 WHERE sku = 'widget'"); err != nil {
 		t.Errorf("after --drop: %v", err)
@@ -207,9 +199,9 @@ func TestGuardPrintedSQL(t *testing.T) {
 	t.Parallel()
 	_, policy, raw := guardFixture(t)
 	ctx := t.Context()
-	out, errOut, code := cli(t, "guard", "--policy", policy, "--no-insert")
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "guard SQL", out, "BEGIN;", "COMMIT;", "CREATE OR REPLACE FUNCTION sqlfence.guard()",
+	out, errOut, code := cli(t, "--policy", policy, "--no-insert")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "guard SQL", out, "BEGIN;", "COMMIT;", "CREATE OR REPLACE FUNCTION sqlfence.guard()",
 		"SELECT * FROM sqlfence.install_guard(NULL, 'inventory', 'writer_epoch', false);",
 		"SELECT * FROM sqlfence.install_guard('billing', 'invoices', 'writer_epoch', false);")
 	if _, err := raw.Exec(ctx, out); err != nil {
@@ -221,8 +213,8 @@ func TestGuardPrintedSQL(t *testing.T) {
 	if _, err := raw.Exec(ctx, "UPDATE inventory SET quantity = 0"); pgCode(err) != "SF001" {
 		t.Errorf("UPDATE: %v", err)
 	}
-	out, errOut, code = cli(t, "guard", "--drop", "--keep-log")
-	wantCode(t, code, exitOK, out, errOut)
+	out, errOut, code = cli(t, "--drop", "--keep-log")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 	if strings.Contains(out, "DROP TABLE") {
 		t.Errorf("--keep-log drops the log:\n%s", out)
 	}
@@ -240,8 +232,8 @@ func TestGuardBadInput(t *testing.T) {
 	t.Parallel()
 	dsn, policy, raw := guardFixture(t)
 	dir := t.TempDir()
-	missingTable := writeFile(t, dir, "missing.yaml", "version: 1\ntables:\n  - name: inventory\n  - name: ledger\n")
-	missingColumn := writeFile(t, dir, "column.yaml", "version: 1\ntables:\n  - name: inventory\n    epoch_column: fence_epoch\n")
+	missingTable := clitest.WriteFile(t, dir, "missing.yaml", "version: 1\ntables:\n  - name: inventory\n  - name: ledger\n")
+	missingColumn := clitest.WriteFile(t, dir, "column.yaml", "version: 1\ntables:\n  - name: inventory\n    epoch_column: fence_epoch\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -251,7 +243,7 @@ func TestGuardBadInput(t *testing.T) {
 		{"no policy", nil, []string{"no policy: give --policy PATH"}},
 		{"--apply without --dsn", []string{"--policy", policy, "--apply"}, []string{"--apply needs --dsn"}},
 		{"--dsn without --apply", []string{"--policy", policy, "--dsn", dsn}, []string{"--dsn is used only with --apply"}},
-		{"a DSN that does not answer", []string{"--policy", policy, "--apply", "--dsn", silentServer(t), "--connect-timeout", "1s"},
+		{"a DSN that does not answer", []string{"--policy", policy, "--apply", "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s"},
 			[]string{"cannot connect to database \"app\" as \"app\" at 127.0.0.1:", "within 1s"}},
 		{"a table the database does not have", []string{"--policy", missingTable, "--apply", "--dsn", dsn},
 			[]string{"guarding ledger (policy line 4)", "the protected table ledger does not exist"}},
@@ -259,9 +251,9 @@ func TestGuardBadInput(t *testing.T) {
 			[]string{"public.inventory has no epoch column fence_epoch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := cli(t, append([]string{"guard"}, tc.args...)...)
-			wantCode(t, code, exitError, out, errOut)
-			wantContains(t, "stderr", errOut, tc.want...)
+			out, errOut, code := cli(t, tc.args...)
+			clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+			clitest.WantContains(t, "stderr", errOut, tc.want...)
 		})
 	}
 	// A failed --apply leaves nothing behind: it is one transaction.
