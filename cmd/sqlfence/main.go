@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sqlfence/sqlfence/internal/cli/audit"
 	"github.com/sqlfence/sqlfence/internal/cli/check"
 	"github.com/sqlfence/sqlfence/internal/cli/guard"
 )
@@ -39,7 +40,7 @@ func commands() []command {
 		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: runDemo},
 		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: check.Run},
 		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: guard.Run},
-		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: runAudit},
+		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: audit.Run},
 		{name: workerCommand, run: runDemoWorker, hidden: true},
 	}
 }

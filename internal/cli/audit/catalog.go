@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
 // relation is a table the policy protects, as the database has it: the table itself
@@ -60,7 +61,7 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, pol *sqlfence.Policy) ([
 				return nil, err
 			}
 			if r.epochType == "" {
-				problems = append(problems, fmt.Sprintf("%s has no epoch column %s (policy line %d)", r.name, quoteIdent(t.EpochColumn), t.Line))
+				problems = append(problems, fmt.Sprintf("%s has no epoch column %s (policy line %d)", r.name, cmdutil.QuoteIdent(t.EpochColumn), t.Line))
 			}
 			out = append(out, r)
 			n++

@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqlfence/sqlfence/internal/cli/clitest"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -28,34 +30,42 @@ tables:
   - name: billing.invoices
 `
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// cli runs sqlfence audit with args, as the program would.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return clitest.Run(t, Run, args...)
+}
+
 func auditFixture(t *testing.T) (dsn, policy string) {
 	t.Helper()
 	dsn = pgtest.NewDB(t)
-	raw := pgConnect(t, dsn, nil)
+	raw := clitest.PGConnect(t, dsn, nil)
 	if _, err := raw.Exec(t.Context(), auditSchema); err != nil {
 		t.Fatal(err)
 	}
-	return dsn, writeFile(t, t.TempDir(), "sqlfence.yaml", auditPolicy)
+	return dsn, clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", auditPolicy)
 }
 
 func TestAuditSequence(t *testing.T) {
 	t.Parallel()
 	dsn, policy := auditFixture(t)
-	raw := pgConnect(t, dsn, nil)
+	raw := clitest.PGConnect(t, dsn, nil)
 
-	out, errOut, code := cli(t, "audit", "--policy", policy, "--dsn", dsn)
-	wantCode(t, code, exitFindings, out, errOut)
-	wantContains(t, "audit", out,
+	out, errOut, code := cli(t, "--policy", policy, "--dsn", dsn)
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	clitest.WantContains(t, "audit", out,
 		"claim counter: sequence public.sqlfence_epoch, highest epoch handed out 10",
 		"public.inventory                            4            2             15            0",
 		"sku=nut (epoch 15); sku=bolt (epoch 12)",
 		"billing.invoices_2025                     999            0              -            0",
 		"2 rows in 1 table hold epochs above the counter (10), up to 15",
 		"Run with --fix to move the counter to 15; the next claim then gets 16.")
-	wantContains(t, "progress", errOut, "audit: public.inventory: 4 rows in", "2 above the counter")
+	clitest.WantContains(t, "progress", errOut, "audit: public.inventory: 4 rows in", "2 above the counter")
 
-	out, errOut, code = cli(t, "audit", "--policy", policy, "--dsn", dsn, "--json", "--quiet")
-	wantCode(t, code, exitFindings, out, errOut)
+	out, errOut, code = cli(t, "--policy", policy, "--dsn", dsn, "--json", "--quiet")
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
 	if errOut != "" {
 		t.Errorf("--quiet printed progress: %s", errOut)
 	}
@@ -68,9 +78,9 @@ func TestAuditSequence(t *testing.T) {
 		t.Errorf("JSON report: %+v", rep)
 	}
 
-	out, errOut, code = cli(t, "audit", "--policy", policy, "--dsn", dsn, "--fix", "--quiet")
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "audit --fix", out, "Fixed, in one transaction: sequence public.sqlfence_epoch moved from 10 to 15; the next claim gets 16. No row was changed.")
+	out, errOut, code = cli(t, "--policy", policy, "--dsn", dsn, "--fix", "--quiet")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "audit --fix", out, "Fixed, in one transaction: sequence public.sqlfence_epoch moved from 10 to 15; the next claim gets 16. No row was changed.")
 	var next int64
 	if err := raw.QueryRow(t.Context(), "SELECT nextval('sqlfence_epoch')").Scan(&next); err != nil || next != 16 {
 		t.Errorf("nextval after --fix: %d, %v", next, err)
@@ -80,27 +90,27 @@ func TestAuditSequence(t *testing.T) {
 	if epoch != 15 {
 		t.Errorf("--fix changed a row: epoch %d", epoch)
 	}
-	out, errOut, code = cli(t, "audit", "--policy", policy, "--dsn", dsn, "--quiet")
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "audit after --fix", out, "No row holds an epoch above the counter (16).")
+	out, errOut, code = cli(t, "--policy", policy, "--dsn", dsn, "--quiet")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "audit after --fix", out, "No row holds an epoch above the counter (16).")
 }
 
 func TestAuditJobsTable(t *testing.T) {
 	t.Parallel()
 	dsn, policy := auditFixture(t)
-	raw := pgConnect(t, dsn, nil)
+	raw := clitest.PGConnect(t, dsn, nil)
 	raw.Exec(t.Context(), "UPDATE inventory SET writer_epoch = 40 WHERE sku = 'nut'")
 
-	out, errOut, code := cli(t, "audit", "--policy", policy, "--dsn", dsn, "--jobs-table", "jobs", "--quiet")
-	wantCode(t, code, exitFindings, out, errOut)
-	wantContains(t, "audit --jobs-table", out, "claim counter: public.jobs.lease_epoch (per-job epochs), highest epoch of any job 30",
+	out, errOut, code := cli(t, "--policy", policy, "--dsn", dsn, "--jobs-table", "jobs", "--quiet")
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	clitest.WantContains(t, "audit --jobs-table", out, "claim counter: public.jobs.lease_epoch (per-job epochs), highest epoch of any job 30",
 		"1 row in 1 table holds epochs above the counter (30), up to 40",
 		"a row above its own job's epoch but not above 30 is not found",
 		"every job's next claim then gets at least 41")
 
-	out, errOut, code = cli(t, "audit", "--policy", policy, "--dsn", dsn, "--jobs-table", "jobs", "--epoch-column", "lease_epoch", "--fix", "--quiet")
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "audit --jobs-table --fix", out, "raised public.jobs.lease_epoch to 40 on 3 jobs", "lost its claim")
+	out, errOut, code = cli(t, "--policy", policy, "--dsn", dsn, "--jobs-table", "jobs", "--epoch-column", "lease_epoch", "--fix", "--quiet")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "audit --jobs-table --fix", out, "raised public.jobs.lease_epoch to 40 on 3 jobs", "lost its claim")
 	var low int
 	raw.QueryRow(t.Context(), "SELECT count(*) FROM jobs WHERE lease_epoch < 40").Scan(&low)
 	if low != 0 {
@@ -112,29 +122,29 @@ func TestAuditJobsTable(t *testing.T) {
 func TestAuditProgress(t *testing.T) {
 	t.Parallel()
 	dsn, policy := auditFixture(t)
-	raw := pgConnect(t, dsn, nil)
+	raw := clitest.PGConnect(t, dsn, nil)
 	if _, err := raw.Exec(t.Context(), "INSERT INTO inventory SELECT 'sku' || g, 1, 5 FROM generate_series(1, 3000) g"); err != nil {
 		t.Fatal(err)
 	}
 	var version int
 	raw.QueryRow(t.Context(), "SELECT current_setting('server_version_num')::int").Scan(&version)
-	out, errOut, code := cli(t, "audit", "--policy", policy, "--dsn", dsn, "--batch-pages", "4")
-	wantCode(t, code, exitFindings, out, errOut)
+	out, errOut, code := cli(t, "--policy", policy, "--dsn", dsn, "--batch-pages", "4")
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
 	if version >= 140000 {
-		wantContains(t, "progress", errOut, "reading in batches of 4", "% (4/", "100% (")
+		clitest.WantContains(t, "progress", errOut, "reading in batches of 4", "% (4/", "100% (")
 	}
-	wantContains(t, "audit", out, "public.inventory                         3004            2             15")
+	clitest.WantContains(t, "audit", out, "public.inventory                         3004            2             15")
 }
 
 func TestAuditNullEpochs(t *testing.T) {
 	t.Parallel()
 	dsn, policy := auditFixture(t)
-	raw := pgConnect(t, dsn, nil)
+	raw := clitest.PGConnect(t, dsn, nil)
 	raw.Exec(t.Context(), "CREATE TABLE billing.invoices_more PARTITION OF billing.invoices FOR VALUES FROM (1000) TO (10000)")
 	raw.Exec(t.Context(), "INSERT INTO billing.invoices VALUES (5000, 1, NULL)")
-	out, errOut, code := cli(t, "audit", "--policy", policy, "--dsn", dsn, "--fix", "--quiet")
-	wantCode(t, code, exitFindings, out, errOut)
-	wantContains(t, "audit", out, "billing.invoices_more", "1 row has a NULL epoch, which no fenced write ever matches")
+	out, errOut, code := cli(t, "--policy", policy, "--dsn", dsn, "--fix", "--quiet")
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	clitest.WantContains(t, "audit", out, "billing.invoices_more", "1 row has a NULL epoch, which no fenced write ever matches")
 }
 
 func TestAuditBadInput(t *testing.T) {
@@ -148,20 +158,20 @@ func TestAuditBadInput(t *testing.T) {
 	}{
 		{"missing policy", []string{"--policy", filepath.Join(dir, "nope.yaml"), "--dsn", dsn}, []string{"nope.yaml does not exist"}},
 		{"no DSN", []string{"--policy", policy}, []string{"no database: give --dsn"}},
-		{"a DSN that does not answer", []string{"--policy", policy, "--dsn", silentServer(t), "--connect-timeout", "1s"},
+		{"a DSN that does not answer", []string{"--policy", policy, "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s"},
 			[]string{"cannot connect to database", "within 1s"}},
 		{"an unparseable DSN", []string{"--policy", policy, "--dsn", "postgres://[::1"}, []string{"bad --dsn"}},
 		{"both counters", []string{"--policy", policy, "--dsn", dsn, "--sequence", "s", "--jobs-table", "jobs"}, []string{"not both"}},
 		{"missing sequence", []string{"--policy", policy, "--dsn", dsn, "--sequence", "claims_seq"}, []string{"no sequence claims_seq"}},
 		{"missing jobs table", []string{"--policy", policy, "--dsn", dsn, "--jobs-table", "queue"}, []string{"no table queue"}},
 		{"missing jobs column", []string{"--policy", policy, "--dsn", dsn, "--jobs-table", "jobs", "--epoch-column", "epoch"}, []string{"has no column epoch"}},
-		{"a policy table the database does not have", []string{"--policy", writeFile(t, dir, "p.yaml", "version: 1\ntables:\n  - name: ledger\n"), "--dsn", dsn},
+		{"a policy table the database does not have", []string{"--policy", clitest.WriteFile(t, dir, "p.yaml", "version: 1\ntables:\n  - name: ledger\n"), "--dsn", dsn},
 			[]string{"table ledger (policy line 3) does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := cli(t, append([]string{"audit"}, tc.args...)...)
-			wantCode(t, code, exitError, out, errOut)
-			wantContains(t, "stderr", errOut, tc.want...)
+			out, errOut, code := cli(t, tc.args...)
+			clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+			clitest.WantContains(t, "stderr", errOut, tc.want...)
 			if strings.Contains(errOut, "panic") {
 				t.Error(errOut)
 			}
