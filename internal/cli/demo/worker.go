@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -16,12 +16,13 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the plain driver, "pgx"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
-// workerCommand is the hidden subcommand the demo re-executes its own binary with:
+// WorkerCommand is the hidden subcommand the demo re-executes its own binary with:
 // each worker of the story is a real process, so that SIGSTOP pauses it the way a GC
 // pause or a migrating VM would.
-const workerCommand = "demo-worker"
+const WorkerCommand = "demo-worker"
 
 // demoDSNEnv passes the database to the workers without putting a password on
 // their command line, where ps would show it.
@@ -30,8 +31,9 @@ const demoDSNEnv = "SQLFENCE_DEMO_DSN"
 // The statements of the job handler. The handler is the same code under both
 // drivers: it reads the count, computes the new count, and writes it back.
 const (
-	// The background document's claim: a conditional UPDATE that draws the epoch
-	// under the job row's lock. The epoch comes from one sequence, so epochs are
+	// The claim, as a job queue on PostgreSQL typically makes it: a conditional
+	// UPDATE that takes a pending job, or one whose lease has run out, and draws the
+	// epoch under the job row's lock. The epoch comes from one sequence, so epochs are
 	// comparable across the two jobs that write the same inventory row.
 	demoClaimSQL = `UPDATE jobs
 SET status = 'claimed',
@@ -66,21 +68,21 @@ type workerReply struct {
 	Completed   bool   `json:"completed,omitempty"`
 }
 
-// runDemoWorker is one worker process. It reads commands from stdin, one per line —
+// RunWorker is one worker process. It reads commands from stdin, one per line —
 // claim JOB, read, write, complete — runs them, and answers each with a JSON line on
 // stdout. It exits at the end of its input.
-func runDemoWorker(args []string, stdout, stderr io.Writer) int {
-	f := newFlags(workerCommand, "Usage: sqlfence demo-worker --driver pgx|sqlfence [--policy FILE] (internal: started by sqlfence demo)\n")
+func RunWorker(args []string, stdout, stderr io.Writer) int {
+	f := cmdutil.NewFlags(WorkerCommand, "Usage: sqlfence demo-worker --driver pgx|sqlfence [--policy FILE] (internal: started by sqlfence demo)\n")
 	driver := f.String("driver", "pgx", "pgx or sqlfence")
 	policy := f.String("policy", "", "policy file, for the sqlfence driver")
 	lease := f.Duration("lease", time.Second, "lease length")
-	if _, code, done := f.parse(args, stdout, stderr); done {
+	if _, code, done := f.Parse(args, stdout, stderr); done {
 		return code
 	}
 	w := &demoWorker{lease: *lease, out: json.NewEncoder(stdout)}
 	if err := w.open(*driver, os.Getenv(demoDSNEnv), *policy); err != nil {
 		w.reply(workerReply{Op: "ready", Error: err.Error()})
-		return exitError
+		return cmdutil.ExitError
 	}
 	defer w.db.Close()
 	w.reply(workerReply{Op: "ready"})
@@ -88,7 +90,7 @@ func runDemoWorker(args []string, stdout, stderr io.Writer) int {
 	for in.Scan() {
 		w.reply(w.do(strings.Fields(in.Text())))
 	}
-	return exitOK
+	return cmdutil.ExitOK
 }
 
 type demoWorker struct {
@@ -113,7 +115,7 @@ func (w *demoWorker) open(driver, dsn, policy string) error {
 	case "pgx":
 	case "sqlfence":
 		// The only change an application makes: the driver name, and a policy.
-		dsn = withParam(dsn, sqlfence.PolicyParam, policy)
+		dsn = cmdutil.WithParam(dsn, sqlfence.PolicyParam, policy)
 	default:
 		return fmt.Errorf("unknown driver %q", driver)
 	}
