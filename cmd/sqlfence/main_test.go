@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestUsage(t *testing.T) {
 	t.Parallel()
 	out, errOut, code := cli(t)
 	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
-	clitest.WantContains(t, "stderr", errOut, "Usage:", "demo", "check", "guard", "audit")
+	clitest.WantContains(t, "stderr", errOut, "Usage:", "demo", "check", "guard", "audit", "version")
 	if strings.Contains(errOut, demo.WorkerCommand) {
 		t.Errorf("usage lists the hidden %s command", demo.WorkerCommand)
 	}
@@ -41,12 +42,16 @@ func TestUsage(t *testing.T) {
 
 	out, errOut, code = cli(t, "--help")
 	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
-	clitest.WantContains(t, "stdout", out, "go run ./cmd/sqlfence demo")
+	clitest.WantContains(t, "stdout", out, "go run ./cmd/sqlfence demo",
+		"  version print the versions of sqlfence, pg_query_go and its PostgreSQL parser\n")
 
-	for _, cmd := range []string{"demo", "check", "guard", "audit"} {
+	for _, cmd := range []string{"demo", "check", "guard", "audit", "version"} {
 		out, errOut, code := cli(t, cmd, "--help")
 		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
-		clitest.WantContains(t, cmd+" --help", out, "Usage: sqlfence "+cmd, "Exit status", "Flags:\n  --")
+		clitest.WantContains(t, cmd+" --help", out, "Usage: sqlfence "+cmd, "Exit status")
+		if cmd != "version" { // the one command without flags
+			clitest.WantContains(t, cmd+" --help", out, "Flags:\n  --")
+		}
 		out2, _, code := cli(t, "help", cmd)
 		if code != cmdutil.ExitOK || out2 != out {
 			t.Errorf("sqlfence help %s differs from sqlfence %s --help", cmd, cmd)
@@ -167,6 +172,22 @@ func TestBinary(t *testing.T) {
 		out, errOut, code = runBinary(t, bin, nil, "guard", "--policy", checkPolicy, "--apply", "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s")
 		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 		clitest.WantContains(t, "guard with a silent server", errOut, "cannot connect")
+	})
+	t.Run("version", func(t *testing.T) {
+		out, errOut, code := runBinary(t, bin, nil, "version")
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		// A binary built from this checkout is (devel), or a pseudo-version when the
+		// go command stamps version control information; pg_query_go is the version
+		// go.mod selects.
+		pgq, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Version}}", "github.com/pganalyze/pg_query_go/v6").Output()
+		if err != nil {
+			t.Fatalf("go list -m: %v", err)
+		}
+		want := regexp.MustCompile(`^sqlfence (\(devel\)|v\S+)\npg_query_go ` + regexp.QuoteMeta(strings.TrimSpace(string(pgq))) +
+			`, with the PostgreSQL 17\.\d+ parser\nbuilt with go\S+ for \S+/\S+\n$`)
+		if !want.MatchString(out) {
+			t.Errorf("sqlfence version printed:\n%s\nwant it to match %s", out, want)
+		}
 	})
 	t.Run("audit", func(t *testing.T) {
 		out, errOut, code := runBinary(t, bin, nil, "audit", "--policy", checkPolicy, "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s")
