@@ -45,6 +45,8 @@ Exit status: 0 nothing found (or everything fixed), 1 rows above the counter (wi
 Flags:
 `
 
+// Run is sqlfence audit: it compares the protected tables' epochs with the claim
+// counter and, with --fix, moves the counter past them.
 func Run(args []string, stdout, stderr io.Writer) int {
 	f := cmdutil.NewFlags("audit", usage)
 	policyPath := f.String("policy", "", "policy file (default $SQLFENCE_POLICY)")

@@ -11,6 +11,11 @@ import (
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
+// The catalog query that expands a policy table into the relations it covers. The root
+// package (catalog.go) and the guard's install_guard function (guard's
+// triggers_sql.go, run inside the database) have their own; this one is kept alone in
+// this file so that they can move to one shared place.
+
 // relation is a table the policy protects, as the database has it: the table itself
 // (in every schema, when the policy does not qualify it), its partitions and its
 // inheritance children.

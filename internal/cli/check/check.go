@@ -59,6 +59,8 @@ cannot be read or parsed.
 Flags:
 `
 
+// Run is sqlfence check: it lints the files under the PATH arguments and prints the
+// findings as text, JSON or SARIF.
 func Run(args []string, stdout, stderr io.Writer) int {
 	f := cmdutil.NewFlags("check", usage)
 	policyPath := f.String("policy", "", "policy file (default $SQLFENCE_POLICY)")

@@ -30,6 +30,7 @@ type fileError struct {
 	Message string `json:"message"`
 }
 
+// result is everything one run found; --format json prints it as it is.
 type result struct {
 	Findings   []finding   `json:"findings"`
 	Suppressed []finding   `json:"suppressed"`

@@ -7,6 +7,8 @@ import (
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
+// writeText prints the findings on stdout, and the files that could not be checked
+// and a summary on stderr.
 func writeText(stdout, stderr io.Writer, res *result) {
 	for _, e := range res.Errors {
 		if e.Line > 0 {

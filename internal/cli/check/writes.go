@@ -9,6 +9,10 @@ import (
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
+// The write finder: which statements write which protected tables. The root package
+// has its own (rewrite.go); this one is kept alone in this file so that both can
+// move to one shared package.
+
 // write is one write to a protected table somewhere in a statement.
 type write struct {
 	kind      string // UPDATE, DELETE, INSERT, MERGE

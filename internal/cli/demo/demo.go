@@ -54,6 +54,8 @@ const (
 // demoJobs are the story's jobs: id and how many widgets each ships.
 var demoJobs = []struct{ id, ship int64 }{{1, 3}, {2, 2}}
 
+// Run is sqlfence demo: it plays the story under both drivers, at the same time,
+// and prints the two runs side by side.
 func Run(args []string, stdout, stderr io.Writer) int {
 	f := cmdutil.NewFlags("demo", usage)
 	dsn := f.String("dsn", "", "use this database instead of a throwaway PostgreSQL (needs CREATE on the database)")

@@ -43,6 +43,8 @@ Exit status: 0 success, 2 usage, policy or database error.
 Flags:
 `
 
+// Run is sqlfence guard: it prints the guard's install or drop SQL, or applies it
+// with --apply.
 func Run(args []string, stdout, stderr io.Writer) int {
 	f := cmdutil.NewFlags("guard", usage)
 	policyPath := f.String("policy", "", "policy file (default $SQLFENCE_POLICY); not needed with --drop")

@@ -1,7 +1,9 @@
 package guard
 
 // guardSetupSQL creates the guard's schema, log table and functions. It is
-// idempotent, and installs no trigger: install_guard does, per protected table.
+// idempotent, and installs no trigger: install_guard does, per protected table. It
+// finds a table's partitions and inheritance children with the same catalog query as
+// audit's catalog.go, in PL/pgSQL, so that the printed script runs with psql alone.
 const guardSetupSQL = `
 CREATE SCHEMA IF NOT EXISTS sqlfence;
 
