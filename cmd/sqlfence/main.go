@@ -1,9 +1,13 @@
 // Command sqlfence is the command-line companion of the sqlfence driver:
 //
-//	sqlfence demo    a paused worker wakes after its replacement finished: plain pgx loses an update, sqlfence fences it
-//	sqlfence check   lint SQL files (and SQL in Go source) for writes that bypass or cannot carry the fence
-//	sqlfence guard   triggers that make PostgreSQL reject writes to protected tables that did not come through the driver
-//	sqlfence audit   find rows whose epoch is above the claim counter, and move the counter past them
+//	sqlfence demo     a paused worker wakes after its replacement finished: plain pgx loses an update, sqlfence fences it
+//	sqlfence check    lint SQL files (and SQL in Go source) for writes that bypass or cannot carry the fence
+//	sqlfence guard    triggers that make PostgreSQL reject writes to protected tables that did not come through the driver
+//	sqlfence audit    find rows whose epoch is above the claim counter, and move the counter past them
+//	sqlfence version  the versions of sqlfence, pg_query_go and the PostgreSQL parser it bundles
+//
+// Each subcommand lives in its own package under internal/cli; this one only picks
+// the subcommand and dispatches to it.
 //
 // Exit status: 0 success, 1 findings (check, audit) or the demo did not show the
 // fence working, 2 usage, configuration or connection errors.
@@ -13,16 +17,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sqlfence/sqlfence/internal/cli/audit"
+	"github.com/sqlfence/sqlfence/internal/cli/check"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/cli/demo"
+	"github.com/sqlfence/sqlfence/internal/cli/guard"
+	"github.com/sqlfence/sqlfence/internal/cli/version"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// Exit codes shared by every subcommand.
-const (
-	exitOK       = 0
-	exitFindings = 1
-	exitError    = 2
-)
 
 type command struct {
 	name    string
@@ -33,11 +37,13 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: runDemo},
-		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: runCheck},
-		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: runGuard},
-		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: runAudit},
-		{name: workerCommand, run: runDemoWorker, hidden: true},
+		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: demo.Run},
+		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: check.Run},
+		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: guard.Run},
+		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: audit.Run},
+		{name: "version", summary: "print the versions of sqlfence, pg_query_go and its PostgreSQL parser", run: version.Run},
+		// The demo re-executes this program as its workers.
+		{name: demo.WorkerCommand, run: demo.RunWorker, hidden: true},
 	}
 }
 
@@ -45,7 +51,7 @@ func commands() []command {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return exitError
+		return cmdutil.ExitError
 	}
 	name := args[0]
 	switch name {
@@ -54,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return run([]string{args[1], "--help"}, stdout, stderr)
 		}
 		usage(stdout)
-		return exitOK
+		return cmdutil.ExitOK
 	}
 	for _, c := range commands() {
 		if c.name == name {
@@ -63,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "sqlfence: unknown command %q\n\n", name)
 	usage(stderr)
-	return exitError
+	return cmdutil.ExitError
 }
 
 func usage(w io.Writer) {

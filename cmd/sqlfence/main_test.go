@@ -3,125 +3,101 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sqlfence/sqlfence/internal/cli/clitest"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/cli/demo"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
-func TestMain(m *testing.M) {
-	// The demo re-executes its own binary as its workers; under go test that binary
-	// is this test binary, so it has to be able to be a worker too.
-	if len(os.Args) > 1 && os.Args[1] == workerCommand {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	pgtest.Main(m)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// sqlfence runs the command as main would, and returns its output and exit code.
+// cli runs the program with args, as main would, and returns its output and exit
+// code.
 func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return out.String(), errb.String(), code
-}
-
-func wantCode(t *testing.T, got, want int, stdout, stderr string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", got, want, stdout, stderr)
-	}
-}
-
-func wantContains(t *testing.T, what, s string, subs ...string) {
-	t.Helper()
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			t.Errorf("%s does not contain %q:\n%s", what, sub, s)
-		}
-	}
-}
-
-// silentServer is a DSN for a server that accepts connections and never answers:
-// the "database that does not answer" case, without waiting for a network timeout.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "postgres://app@" + l.Addr().String() + "/app?sslmode=disable"
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return clitest.Run(t, run, args...)
 }
 
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	out, errOut, code := cli(t)
-	wantCode(t, code, exitError, out, errOut)
-	wantContains(t, "stderr", errOut, "Usage:", "demo", "check", "guard", "audit")
-	if strings.Contains(errOut, workerCommand) {
-		t.Errorf("usage lists the hidden %s command", workerCommand)
+	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+	clitest.WantContains(t, "stderr", errOut, "Usage:", "demo", "check", "guard", "audit", "version")
+	if strings.Contains(errOut, demo.WorkerCommand) {
+		t.Errorf("usage lists the hidden %s command", demo.WorkerCommand)
 	}
 
 	out, errOut, code = cli(t, "frobnicate")
-	wantCode(t, code, exitError, out, errOut)
-	wantContains(t, "stderr", errOut, `unknown command "frobnicate"`)
+	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+	clitest.WantContains(t, "stderr", errOut, `unknown command "frobnicate"`)
 
 	out, errOut, code = cli(t, "--help")
-	wantCode(t, code, exitOK, out, errOut)
-	wantContains(t, "stdout", out, "go run ./cmd/sqlfence demo")
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	clitest.WantContains(t, "stdout", out, "go run ./cmd/sqlfence demo",
+		"  version print the versions of sqlfence, pg_query_go and its PostgreSQL parser\n")
 
-	for _, cmd := range []string{"demo", "check", "guard", "audit"} {
+	for _, cmd := range []string{"demo", "check", "guard", "audit", "version"} {
 		out, errOut, code := cli(t, cmd, "--help")
-		wantCode(t, code, exitOK, out, errOut)
-		wantContains(t, cmd+" --help", out, "Usage: sqlfence "+cmd, "Exit status", "Flags:\n  --")
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		clitest.WantContains(t, cmd+" --help", out, "Usage: sqlfence "+cmd, "Exit status")
+		if cmd != "version" { // the one command without flags
+			clitest.WantContains(t, cmd+" --help", out, "Flags:\n  --")
+		}
 		out2, _, code := cli(t, "help", cmd)
-		if code != exitOK || out2 != out {
+		if code != cmdutil.ExitOK || out2 != out {
 			t.Errorf("sqlfence help %s differs from sqlfence %s --help", cmd, cmd)
 		}
 		out, errOut, code = cli(t, cmd, "--no-such-flag")
-		wantCode(t, code, exitError, out, errOut)
-		wantContains(t, cmd+" with a bad flag", errOut, "no-such-flag", "--help")
+		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+		clitest.WantContains(t, cmd+" with a bad flag", errOut, "no-such-flag", "--help")
 	}
 }
+
+// TestNoTestingInBinary keeps package testing out of the shipped command: linked in,
+// it registers its -test.* flags and brings test-only code (internal/pgtest) along.
+func TestNoTestingInBinary(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "list", "-deps", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", ".").Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list -deps: %v\n%s", err, stderr)
+	}
+	var deps, importers []string
+	for line := range strings.Lines(string(out)) {
+		pkg, imports, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		deps = append(deps, pkg)
+		if slices.Contains(strings.Fields(imports), "testing") {
+			importers = append(importers, pkg)
+		}
+	}
+	if !slices.Contains(deps, "github.com/sqlfence/sqlfence/internal/cli/check") {
+		t.Fatalf("go list -deps does not list the command's own packages:\n%s", out)
+	}
+	if slices.Contains(deps, "testing") {
+		t.Errorf("cmd/sqlfence links package testing, imported by %s", strings.Join(importers, ", "))
+	}
+}
+
+// checkDir is where the binary runs in TestBinary: the check package's directory,
+// where its test files are.
+const checkDir = "../../internal/cli/check"
+
+// checkPolicy is the policy of the check package's test files, relative to checkDir.
+const checkPolicy = "testdata/policy.yaml"
 
 // buildBinary builds the command into the test's temporary directory, for the
 // tests that run sqlfence exactly as a user does.
@@ -136,12 +112,13 @@ func buildBinary(t *testing.T) string {
 	return path
 }
 
-// runBinary runs the built binary and returns its output and exit code.
+// runBinary runs the built binary in checkDir and returns its output and exit code.
 func runBinary(t *testing.T, bin string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = checkDir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -153,4 +130,68 @@ func runBinary(t *testing.T, bin string, env []string, args ...string) (stdout, 
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), 0
+}
+
+// TestBinary runs the built command the way the README tells a user to.
+func TestBinary(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+
+	t.Run("demo", func(t *testing.T) {
+		// The README's first command, with a throwaway PostgreSQL of its own — unless
+		// the tests were pointed at an existing server.
+		args := []string{"demo"}
+		if dsn := os.Getenv(pgtest.EnvDSN); dsn != "" {
+			args = append(args, "--dsn", pgtest.NewDB(t))
+		}
+		out, errOut, code := runBinary(t, bin, nil, args...)
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		clitest.WantContains(t, "demo", out,
+			"plain pgx", "sqlfence",
+			"A is paused (SIGSTOP)",
+			"wrote 7", "FENCED: row has epoch 3 > 1",
+			"final count                           7                              5",
+			"LOST UPDATE (+2 widgets)",
+			"sqlfence prevented the lost update.")
+	})
+	t.Run("check", func(t *testing.T) {
+		out, errOut, code := runBinary(t, bin, nil, "check", "--policy", checkPolicy, "testdata/sql", "testdata/go")
+		clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+		clitest.WantContains(t, "check", out, "testdata/sql/002_maintenance.sql:15:1: unfenced-write:", "testdata/go/repo.go:32:37: refused:")
+		out, errOut, code = runBinary(t, bin, []string{"SQLFENCE_POLICY="}, "check", "testdata/sql")
+		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+		clitest.WantContains(t, "check without a policy", errOut, "no policy")
+		out, errOut, code = runBinary(t, bin, nil, "check", "--policy", checkPolicy, "testdata/broken/broken.sql")
+		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+		clitest.WantContains(t, "check of an unparseable file", errOut, "broken.sql:2:23: error: syntax error")
+	})
+	t.Run("guard", func(t *testing.T) {
+		out, errOut, code := runBinary(t, bin, nil, "guard", "--policy", checkPolicy)
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		clitest.WantContains(t, "guard", out, "sqlfence.install_guard(NULL, 'inventory', 'writer_epoch', true)")
+		out, errOut, code = runBinary(t, bin, nil, "guard", "--policy", checkPolicy, "--apply", "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s")
+		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+		clitest.WantContains(t, "guard with a silent server", errOut, "cannot connect")
+	})
+	t.Run("version", func(t *testing.T) {
+		out, errOut, code := runBinary(t, bin, nil, "version")
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		// A binary built from this checkout is (devel), or a pseudo-version when the
+		// go command stamps version control information; pg_query_go is the version
+		// go.mod selects.
+		pgq, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Version}}", "github.com/pganalyze/pg_query_go/v6").Output()
+		if err != nil {
+			t.Fatalf("go list -m: %v", err)
+		}
+		want := regexp.MustCompile(`^sqlfence (\(devel\)|v\S+)\npg_query_go ` + regexp.QuoteMeta(strings.TrimSpace(string(pgq))) +
+			`, with the PostgreSQL 17\.\d+ parser\nbuilt with go\S+ for \S+/\S+\n$`)
+		if !want.MatchString(out) {
+			t.Errorf("sqlfence version printed:\n%s\nwant it to match %s", out, want)
+		}
+	})
+	t.Run("audit", func(t *testing.T) {
+		out, errOut, code := runBinary(t, bin, nil, "audit", "--policy", checkPolicy, "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s")
+		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+		clitest.WantContains(t, "audit with a silent server", errOut, "cannot connect")
+	})
 }

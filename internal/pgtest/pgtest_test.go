@@ -2,11 +2,7 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -22,44 +18,6 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
-}
-
-func TestStartStop(t *testing.T) {
-	c, err := Start(t.Context())
-	if ci, _ := strconv.ParseBool(os.Getenv("CI")); errors.Is(err, ErrNoServer) && !ci {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), c.DSN())
-	if err != nil {
-		c.Stop()
-		t.Fatal(err)
-	}
-	var user string
-	err = conn.QueryRow(t.Context(), "SELECT current_user").Scan(&user)
-	conn.Close(t.Context())
-	if err != nil || user != "postgres" {
-		t.Errorf("current_user = %q, %v; want postgres", user, err)
-	}
-
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() {
-			if err := c.Stop(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if _, err := os.Stat(c.dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("data directory %s survived Stop: %v", c.dir, err)
-	}
-	if conn, err := pgx.Connect(t.Context(), c.DSN()); err == nil {
-		conn.Close(t.Context())
-		t.Error("server still accepts connections after Stop")
-	}
 }
 
 func TestNewDBIsolation(t *testing.T) {

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package main
-
-import "syscall"
-
-func workerSysProcAttr() *syscall.SysProcAttr { return nil }

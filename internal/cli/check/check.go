@@ -1,0 +1,122 @@
+// Package check is `sqlfence check`: it lints .sql files, which run outside the
+// driver, for writes to protected tables that are not fenced by hand, and SQL string
+// constants in .go files for statements the driver would refuse.
+package check
+
+import (
+	"cmp"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+)
+
+const usage = `Usage: sqlfence check --policy sqlfence.yaml [flags] PATH...
+
+Lints SQL that does not go through the sqlfence driver — migrations, maintenance
+scripts, seed files — for writes to protected tables that would bypass the fence, and
+SQL string literals in Go source for statements the driver would refuse.
+
+PATH is a file or a directory (searched recursively for *.sql and *.go files;
+directories named testdata, vendor, node_modules or starting with . or _ are skipped,
+and so are *_test.go files unless --tests is given).
+
+In .sql files, every statement that writes a protected table is a finding unless it
+is fenced by hand:
+  UPDATE            SET <epoch column> = E and WHERE … AND <epoch column> < E
+  DELETE            WHERE … AND <epoch column> < E
+  INSERT            names <epoch column> in its column list; ON CONFLICT DO UPDATE
+                    also as UPDATE (E may be excluded.<epoch column>)
+  MERGE             every WHEN MATCHED clause as UPDATE/DELETE, every INSERT names
+                    the epoch column
+where E is the same expression in SET and WHERE: an integer, a parameter, a scalar
+subquery, or a column of another table in the statement (j.lease_epoch); the
+comparison is a top-level AND condition; tables in mode repeatable may use <=.
+TRUNCATE, COPY FROM, DO blocks, and anything else the driver refuses outright are
+always findings.
+
+In .go files, string constants passed as the query of Exec, ExecContext, Query,
+QueryContext, QueryRow, QueryRowContext, Prepare, PrepareContext (pgx's
+Prepare(ctx, name, sql) too) and pgx Batch.Queue are checked as the driver would
+check them: a statement it refuses is a finding. Only literals, concatenations of
+literals and constants declared in the same package are seen; strings that do not
+parse as SQL are skipped. pgx CopyFrom into a protected table is a finding.
+
+Suppress a finding with a comment that starts with sqlfence:ignore and gives a
+reason, directly before the statement (only comments in between) in SQL, or on the
+line of the call or the line before it in Go:
+  -- sqlfence:ignore one-off repair after INC-1234, run with the guard override
+  // sqlfence:ignore this service writes through plain pgx under the guard override
+A sqlfence:ignore without a reason, or one that suppresses nothing, is a finding.
+Statements that follow SELECT sqlfence.override('<reason>') in a SQL file, up to the
+next COMMIT or ROLLBACK, run under the guard's logged operator override (sqlfence
+guard) and count as suppressed with that reason.
+
+Exit status: 0 no findings, 1 findings, 2 usage error, missing policy, or a file that
+cannot be read or parsed.
+
+Flags:
+`
+
+// Run is sqlfence check: it lints the files under the PATH arguments and prints the
+// findings as text, JSON or SARIF.
+func Run(args []string, stdout, stderr io.Writer) int {
+	f := cmdutil.NewFlags("check", usage)
+	policyPath := f.String("policy", "", "policy file (default $SQLFENCE_POLICY)")
+	format := f.String("format", "text", "output format: text, json or sarif")
+	withGo := f.Bool("go", true, "also check SQL string literals in .go files found in directories")
+	withTests := f.Bool("tests", false, "also check *_test.go files found in directories")
+	paths, code, done := f.Parse(args, stdout, stderr)
+	if done {
+		return code
+	}
+	switch *format {
+	case "text", "json", "sarif":
+	default:
+		return f.UsageError(stderr, "--format must be text, json or sarif, not %q", *format)
+	}
+	if len(paths) == 0 {
+		return f.UsageError(stderr, "no PATH to check: give .sql files or directories, for example: sqlfence check --policy sqlfence.yaml migrations/")
+	}
+	pol, err := cmdutil.LoadPolicy(*policyPath)
+	if err != nil {
+		return cmdutil.Fail(stderr, "check", err)
+	}
+	sqlFiles, goFiles, err := collectFiles(paths, *withGo, *withTests)
+	if err != nil {
+		return cmdutil.Fail(stderr, "check", err)
+	}
+	res := &result{Findings: []finding{}, Suppressed: []finding{}, Errors: []fileError{}}
+	for _, p := range sqlFiles {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			res.Errors = append(res.Errors, fileError{File: p, Message: err.Error()})
+			continue
+		}
+		res.Files++
+		checkSQLFile(p, src, pol, res)
+	}
+	checkGoFiles(goFiles, pol, res)
+	sortFindings(res.Findings)
+	sortFindings(res.Suppressed)
+	slices.SortStableFunc(res.Errors, func(a, b fileError) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+
+	switch *format {
+	case "json":
+		cmdutil.WriteJSON(stdout, res)
+	case "sarif":
+		cmdutil.WriteJSON(stdout, toSARIF(res))
+	default:
+		writeText(stdout, stderr, res)
+	}
+	switch {
+	case len(res.Errors) > 0:
+		return cmdutil.ExitError
+	case len(res.Findings) > 0:
+		return cmdutil.ExitFindings
+	}
+	return cmdutil.ExitOK
+}

@@ -1,0 +1,185 @@
+package check
+
+import (
+	"go/ast"
+	"go/token"
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+)
+
+// queryArg says which argument of a method call is the SQL text, by method name and
+// argument count. Go code is checked syntactically: the receiver's type is not known,
+// so the names are those of database/sql (DB, Tx, Conn, Stmt) and pgx (Conn, Pool, Tx,
+// Batch), and only constant strings are read.
+func queryArg(method string, nargs int) (int, bool) {
+	switch method {
+	case "Exec", "Query", "QueryRow":
+		// database/sql: Exec(query, args...); pgx: Exec(ctx, sql, args...). The
+		// first constant string is the query.
+		return -1, nargs >= 1
+	case "ExecContext", "QueryContext", "QueryRowContext":
+		return 1, nargs >= 2
+	case "Prepare":
+		if nargs == 3 {
+			return 2, true // pgx: Prepare(ctx, name, sql)
+		}
+		return 0, nargs == 1
+	case "PrepareContext":
+		return 1, nargs == 2
+	case "Queue":
+		return 0, nargs >= 1 // pgx Batch.Queue(sql, args...)
+	}
+	return 0, false
+}
+
+func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, res *result) {
+	ln := newLines(f.src)
+	off := func(p token.Pos) int { return f.fset.Position(p).Offset }
+
+	// Suppressions apply to calls that start on the comment's line or the next one.
+	var all []*suppression
+	byLine := map[int][]*suppression{}
+	for _, g := range f.file.Comments {
+		for _, c := range g.List {
+			reason, ok := parseIgnore(c.Text)
+			if !ok {
+				continue
+			}
+			s := &suppression{file: f.path, reason: reason}
+			s.line, s.col = ln.pos(off(c.Pos()))
+			s.endLine, s.endCol = ln.pos(off(c.End()))
+			all = append(all, s)
+			byLine[s.line] = append(byLine[s.line], s)
+			byLine[s.line+1] = append(byLine[s.line+1], s)
+		}
+	}
+	suppressionFor := func(line int) *suppression {
+		s := byLine[line]
+		if len(s) == 0 {
+			return nil
+		}
+		for _, x := range s {
+			x.used = true
+		}
+		for _, x := range s {
+			if x.reason != "" {
+				return x
+			}
+		}
+		return s[0]
+	}
+
+	ast.Inspect(f.file, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		callLine, _ := ln.pos(off(call.Pos()))
+		if sel.Sel.Name == "CopyFrom" && len(call.Args) >= 2 {
+			if fnd, bad := copyFromFinding(call.Args[1], consts, pol); bad {
+				fnd.File = f.path
+				fnd.Line, fnd.Column = ln.pos(off(call.Pos()))
+				fnd.EndLine, fnd.EndColumn = ln.pos(off(call.End()))
+				res.Statements++
+				report(res, fnd, suppressionFor(callLine))
+			}
+			return true
+		}
+		idx, ok := queryArg(sel.Sel.Name, len(call.Args))
+		if !ok {
+			return true
+		}
+		var (
+			arg   ast.Expr
+			query string
+		)
+		if idx >= 0 {
+			if s, ok := constString(call.Args[idx], consts, 0); ok {
+				arg, query = call.Args[idx], s
+			}
+		} else {
+			for _, a := range call.Args[:min(2, len(call.Args))] {
+				if s, ok := constString(a, consts, 0); ok {
+					arg, query = a, s
+					break
+				}
+			}
+		}
+		if arg == nil {
+			return true
+		}
+		// Strings that are not SQL at all (a method of another package that happens
+		// to be called Query) are not the linter's business. The driver refuses input
+		// past the parser's bounds, and Plan below says so; parsing it here could crash.
+		if scan, err := pg.Scan(query); err != nil || strings.TrimSpace(query) == "" {
+			return true
+		} else if _, msg := pgtree.Bounds(scan.Tokens); msg == "" {
+			if _, err := pg.Parse(query); err != nil {
+				return true
+			}
+		}
+		res.Statements++
+		plan := pol.Plan(query)
+		if plan.Err == nil {
+			return true
+		}
+		table, msg := refusal(plan.Err)
+		fnd := finding{File: f.path, Rule: "refused", Table: table,
+			Message: "the sqlfence driver refuses this statement: " + msg, Statement: excerpt(query)}
+		start, stop := off(arg.Pos()), off(arg.End())
+		// In a single raw string literal, point at the statement itself.
+		if lit, ok := arg.(*ast.BasicLit); ok && strings.HasPrefix(lit.Value, "`") && !strings.Contains(lit.Value, "\r") {
+			body := lit.Value[1 : len(lit.Value)-1]
+			lead := len(body) - len(strings.TrimLeft(body, " \t\n"))
+			trail := len(strings.TrimRight(body, " \t\n;"))
+			if trail > lead {
+				start, stop = start+1+lead, start+1+trail
+			}
+		}
+		fnd.Line, fnd.Column = ln.pos(start)
+		fnd.EndLine, fnd.EndColumn = ln.pos(stop)
+		report(res, fnd, suppressionFor(callLine))
+		return true
+	})
+	settle(res, all)
+}
+
+// copyFromFinding reports pgx's CopyFrom(ctx, pgx.Identifier{...}, ...) into a
+// protected table: COPY cannot carry an epoch.
+func copyFromFinding(arg ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Policy) (finding, bool) {
+	lit, ok := arg.(*ast.CompositeLit)
+	if !ok || len(lit.Elts) == 0 || len(lit.Elts) > 2 {
+		return finding{}, false
+	}
+	var parts []string
+	for _, e := range lit.Elts {
+		s, ok := constString(e, consts, 0)
+		if !ok {
+			return finding{}, false
+		}
+		parts = append(parts, s)
+	}
+	if sel, ok := lit.Type.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Identifier" {
+		return finding{}, false
+	}
+	schema, name := "", parts[len(parts)-1]
+	if len(parts) == 2 {
+		schema = parts[0]
+	}
+	t, _ := pol.Match(schema, name)
+	if t == nil {
+		return finding{}, false
+	}
+	return finding{Rule: "unfenceable", Table: t.QualifiedName.String(),
+		Message:   "pgx CopyFrom into protected table " + t.QualifiedName.String() + " bypasses the driver and cannot carry an epoch; insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
+		Statement: "CopyFrom(" + strings.Join(slices.Clone(parts), ".") + ")"}, true
+}

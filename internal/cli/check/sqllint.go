@@ -1,0 +1,96 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+)
+
+// lintStatement decides whether one statement of a SQL file is a finding. stmtText
+// is the statement's text, for the driver's own verdict (Policy.Plan).
+func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (finding, bool) {
+	plan := pol.Plan(stmtText)
+	writes, opaque := protectedWrites(pol, stmt)
+	if len(writes) == 0 {
+		if plan.Err == nil {
+			return finding{}, false
+		}
+		table, msg := refusal(plan.Err)
+		return finding{Rule: "unfenceable", Table: table, Message: "cannot be fenced: " + msg}, true
+	}
+	var problems []string
+	var first *write
+	for i := range writes {
+		w := &writes[i]
+		if p := w.handFenced(); len(p) > 0 {
+			if first == nil {
+				first = w
+			}
+			problems = append(problems, p...)
+		}
+	}
+	if first == nil {
+		if opaque == "" {
+			return finding{}, false // every write is fenced by hand
+		}
+		msg := opaque
+		if plan.Err != nil {
+			_, msg = refusal(plan.Err)
+		}
+		return finding{Rule: "unfenceable", Table: writes[0].table.QualifiedName.String(), Message: "cannot be fenced: " + msg}, true
+	}
+	w := first
+	col := cmdutil.QuoteIdent(w.table.EpochColumn)
+	op := w.table.Mode.Operator()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of protected table %s bypasses the fence: %s (%s). ", w.kind, w.table.QualifiedName, w.harm(), strings.Join(dedupe(problems), "; "))
+	if plan.Err != nil {
+		if _, msg := refusal(plan.Err); !strings.Contains(msg, "assigns the epoch column") {
+			fmt.Fprintf(&b, "The driver would refuse it too: %s. ", msg)
+		}
+	}
+	b.WriteString("Fix: ")
+	switch w.kind {
+	case "DELETE":
+		fmt.Fprintf(&b, "run it through the driver under an epoch, fence it by hand (WHERE … AND %s %s <epoch>), or add `-- sqlfence:ignore <reason>` before it", col, op)
+	case "INSERT":
+		fmt.Fprintf(&b, "run it through the driver under an epoch, give every row an epoch (name %s in the column list", col)
+		if w.upsert {
+			fmt.Fprintf(&b, "; DO UPDATE SET … %[1]s = excluded.%[1]s WHERE … AND %[2]s.%[1]s %[3]s excluded.%[1]s", col, cmdutil.QuoteIdent(w.qual), op)
+		}
+		b.WriteString("), or add `-- sqlfence:ignore <reason>` before it")
+	default:
+		fmt.Fprintf(&b, "run it through the driver under an epoch, fence it by hand (SET … %[1]s = <epoch> WHERE … AND %[1]s %[2]s <epoch>), or add `-- sqlfence:ignore <reason>` before it", col, op)
+	}
+	return finding{Rule: "unfenced-write", Table: w.table.QualifiedName.String(), Message: b.String()}, true
+}
+
+func (w *write) harm() string {
+	switch w.kind {
+	case "DELETE":
+		return "outside the driver it deletes rows whatever epoch they hold"
+	case "INSERT":
+		if w.upsert {
+			return "outside the driver it inserts rows without an epoch and overwrites conflicting rows whatever epoch they hold"
+		}
+		return "outside the driver it inserts rows that carry no epoch"
+	case "MERGE":
+		return "outside the driver it changes matched rows whatever epoch they hold"
+	}
+	return "outside the driver it overwrites rows whatever epoch they hold"
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

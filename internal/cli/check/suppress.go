@@ -1,0 +1,72 @@
+package check
+
+import "strings"
+
+// ignoreMarker is the suppression comment's keyword.
+const ignoreMarker = "sqlfence:ignore"
+
+// parseIgnore reads a comment (with its delimiters: --, //, /* */) and reports
+// whether it is a suppression — a comment that starts with the marker — and the
+// reason it gives.
+func parseIgnore(comment string) (reason string, ok bool) {
+	body := comment
+	for _, open := range []string{"--", "//", "/*"} {
+		if strings.HasPrefix(body, open) {
+			body = body[len(open):]
+			break
+		}
+	}
+	body = strings.TrimSuffix(body, "*/")
+	body = strings.TrimLeft(body, " \t\r\n-*/")
+	rest, found := strings.CutPrefix(body, ignoreMarker)
+	if !found {
+		return "", false
+	}
+	if rest != "" && !strings.ContainsAny(rest[:1], " \t\r\n") {
+		return "", false // sqlfence:ignored, sqlfence:ignore-foo: not the marker
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// suppression is one sqlfence:ignore comment in a file.
+type suppression struct {
+	file      string
+	line, col int
+	endLine   int
+	endCol    int
+	reason    string
+	used      bool
+}
+
+// settle reports the suppressions that need a finding of their own: a missing reason,
+// or nothing suppressed.
+func settle(res *result, sups []*suppression) {
+	for _, s := range sups {
+		f := finding{File: s.file, Line: s.line, Column: s.col, EndLine: s.endLine, EndColumn: s.endCol}
+		switch {
+		case s.reason == "":
+			f.Rule = "ignore-without-reason"
+			f.Message = "sqlfence:ignore needs a reason: say why this write is safe, e.g. `sqlfence:ignore one-off repair after INC-1234, run under the guard override`"
+		case !s.used:
+			f.Rule = "unused-ignore"
+			f.Message = "sqlfence:ignore suppresses nothing: it must come directly before a statement with a finding (in Go: on the line of a checked call or the line before it)"
+		default:
+			continue
+		}
+		res.Findings = append(res.Findings, f)
+	}
+}
+
+// report files a finding, or a suppressed finding when a suppression with a reason
+// covers it.
+func report(res *result, f finding, sup *suppression) {
+	if sup != nil {
+		sup.used = true
+		if sup.reason != "" {
+			f.Reason = sup.reason
+			res.Suppressed = append(res.Suppressed, f)
+			return
+		}
+	}
+	res.Findings = append(res.Findings, f)
+}

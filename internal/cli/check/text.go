@@ -1,0 +1,36 @@
+package check
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+)
+
+// writeText prints the findings on stdout, and the files that could not be checked
+// and a summary on stderr.
+func writeText(stdout, stderr io.Writer, res *result) {
+	for _, e := range res.Errors {
+		if e.Line > 0 {
+			fmt.Fprintf(stderr, "%s:%d:%d: error: %s\n", e.File, e.Line, e.Column, e.Message)
+		} else {
+			fmt.Fprintf(stderr, "%s: error: %s\n", e.File, e.Message)
+		}
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(stdout, "%s:%d:%d: %s: %s\n", f.File, f.Line, f.Column, f.Rule, f.Message)
+		if f.Statement != "" {
+			fmt.Fprintf(stdout, "\t%s\n", f.Statement)
+		}
+	}
+	suppressed := ""
+	if n := len(res.Suppressed); n > 0 {
+		suppressed = fmt.Sprintf(", %d suppressed", n)
+	}
+	summary := fmt.Sprintf("%d %s%s in %d %s (%d %s checked)", len(res.Findings), cmdutil.Plural(len(res.Findings), "finding", "findings"),
+		suppressed, res.Files, cmdutil.Plural(res.Files, "file", "files"), res.Statements, cmdutil.Plural(res.Statements, "statement", "statements"))
+	if len(res.Errors) > 0 {
+		summary += fmt.Sprintf("; %d %s could not be checked", len(res.Errors), cmdutil.Plural(len(res.Errors), "file", "files"))
+	}
+	fmt.Fprintf(stderr, "sqlfence check: %s\n", summary)
+}

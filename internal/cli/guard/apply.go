@@ -1,0 +1,144 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+)
+
+func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io.Writer) error {
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return err
+	}
+	if version < 130000 {
+		return fmt.Errorf("the guard needs PostgreSQL 13 or later; the server is %d.%d", version/10000, version%10000)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, g.lockTimeoutSQL()); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, guardSetupSQL); err != nil {
+		return fmt.Errorf("installing the guard's functions: %w", err)
+	}
+	type guarded struct {
+		policyName, column string
+		relations          []string
+	}
+	var report []guarded
+	for _, c := range g.calls() {
+		var schema any
+		if c.schema != "" {
+			schema = c.schema
+		}
+		rows, err := tx.Query(ctx, "SELECT relation, kind FROM sqlfence.install_guard($1, $2, $3, $4)", schema, c.name, c.column, c.insert)
+		if err != nil {
+			return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+		}
+		var rels []string
+		for rows.Next() {
+			var rel, kind string
+			if err := rows.Scan(&rel, &kind); err != nil {
+				return err
+			}
+			if kind != "table" {
+				rel += " (" + kind + ")"
+			}
+			rels = append(rels, rel)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+		}
+		report = append(report, guarded{c.table.QualifiedName.String(), c.column, rels})
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	ops := "INSERT, UPDATE, DELETE and TRUNCATE"
+	if !g.insert {
+		ops = "UPDATE, DELETE and TRUNCATE"
+	}
+	fmt.Fprintf(stdout, "sqlfence guard installed in %s (one transaction):\n", cmdutil.DescribeTarget(conn.Config()))
+	for _, r := range report {
+		name := fmt.Sprintf("%s (%s):", r.policyName, cmdutil.QuoteIdent(r.column))
+		for i, rel := range r.relations {
+			if i > 0 {
+				name = ""
+			}
+			fmt.Fprintf(stdout, "  %-36s %s\n", name, rel)
+		}
+	}
+	fmt.Fprintf(stdout, `%s on these tables now fail unless the session
+came through the sqlfence driver, or ran SELECT sqlfence.override('<reason>') in its
+transaction (logged in sqlfence.override_log). An UPDATE that lowers an epoch fails.
+Remove the guard with: sqlfence guard --drop --apply --dsn ...
+`, ops)
+	return nil
+}
+
+func (g guardScript) applyDrop(ctx context.Context, conn *pgx.Conn, stdout io.Writer) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var rels []string
+	rows, err := tx.Query(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_trigger g
+		JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE g.tgname = 'sqlfence_guard' ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return err
+		}
+		rels = append(rels, r)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var logRows int64 = -1
+	var hasLog bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('sqlfence.override_log') IS NOT NULL`).Scan(&hasLog); err != nil {
+		return err
+	}
+	if hasLog {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM sqlfence.override_log`).Scan(&logRows); err != nil {
+			return err
+		}
+	}
+	script := g.lockTimeoutSQL() + guardDropSQL
+	if !g.keepLog {
+		script += guardDropLogSQL
+	}
+	if _, err := tx.Exec(ctx, script); err != nil {
+		return fmt.Errorf("removing the guard: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if len(rels) == 0 {
+		fmt.Fprintf(stdout, "sqlfence guard: no guarded tables in %s\n", cmdutil.DescribeTarget(conn.Config()))
+	} else {
+		fmt.Fprintf(stdout, "sqlfence guard removed from %s in %s\n", strings.Join(rels, ", "), cmdutil.DescribeTarget(conn.Config()))
+	}
+	switch {
+	case !hasLog:
+	case g.keepLog:
+		fmt.Fprintf(stdout, "kept sqlfence.override_log (%d %s)\n", logRows, cmdutil.Plural(int(logRows), "row", "rows"))
+	default:
+		fmt.Fprintf(stdout, "dropped sqlfence.override_log (%d %s) and the sqlfence schema's guard functions\n", logRows, cmdutil.Plural(int(logRows), "row", "rows"))
+	}
+	return nil
+}

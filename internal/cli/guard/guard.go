@@ -1,0 +1,108 @@
+// Package guard is `sqlfence guard`: it generates, prints or applies the trigger DDL
+// that makes PostgreSQL reject writes to protected tables that did not come through
+// the sqlfence driver, and removes it again with --drop.
+package guard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+)
+
+const usage = `Usage: sqlfence guard --policy sqlfence.yaml [--apply --dsn DSN] [--no-insert]
+       sqlfence guard --drop [--apply --dsn DSN] [--keep-log]
+
+Generates trigger DDL that makes PostgreSQL itself reject writes to the protected
+tables that did not come through the sqlfence driver — psql, migrations, maintenance
+scripts, another service — so the fence holds beyond the driver. Without --apply it
+prints the SQL (review it, or run it with psql -f); with --apply --dsn it applies it
+in one transaction and prints what it guarded.
+
+What the guard does, on every protected table and its partitions and inheritance
+children (unqualified policy names: in every schema):
+  * rejects INSERT, UPDATE, DELETE and TRUNCATE unless the session came through the
+    sqlfence driver, which sets sqlfence.fenced=on in its connection's startup
+    message (no extra round trip), or an operator override is active;
+  * rejects an UPDATE that moves a row's epoch backwards, whoever sends it.
+An operator override lasts one transaction, must give a reason, and every statement
+run under it is logged in sqlfence.override_log and the server log:
+    BEGIN;
+    SELECT sqlfence.override('restore inventory after INC-1234');
+    UPDATE inventory SET quantity = 12 WHERE sku = 'widget';
+    COMMIT;
+The guard stops mistakes, not attackers: a session can SET sqlfence.fenced = on
+itself. It needs PostgreSQL 13 or later. Re-run it after adding partitions or
+tables; it is idempotent.
+
+Exit status: 0 success, 2 usage, policy or database error.
+
+Flags:
+`
+
+// Run is sqlfence guard: it prints the guard's install or drop SQL, or applies it
+// with --apply.
+func Run(args []string, stdout, stderr io.Writer) int {
+	f := cmdutil.NewFlags("guard", usage)
+	policyPath := f.String("policy", "", "policy file (default $SQLFENCE_POLICY); not needed with --drop")
+	dsn := f.String("dsn", "", "database to apply to, with --apply")
+	apply := f.Bool("apply", false, "apply the SQL to --dsn in one transaction instead of printing it")
+	drop := f.Bool("drop", false, "remove the guard: its triggers, functions, log table and schema")
+	keepLog := f.Bool("keep-log", false, "with --drop: keep sqlfence.override_log and the sqlfence schema")
+	noInsert := f.Bool("no-insert", false, "leave INSERT (and COPY FROM) unguarded: only UPDATE, DELETE and TRUNCATE are rejected")
+	connectTimeout := f.Duration("connect-timeout", cmdutil.DefaultConnectTimeout, "how long to wait for the database to answer")
+	lockTimeout := f.Duration("lock-timeout", 10*time.Second, "how long to wait for the table locks CREATE TRIGGER takes")
+	pos, code, done := f.Parse(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return f.UsageError(stderr, "unexpected argument %q", pos[0])
+	}
+	if *apply && *dsn == "" {
+		return f.UsageError(stderr, "--apply needs --dsn")
+	}
+	if !*apply && *dsn != "" {
+		return f.UsageError(stderr, "--dsn is used only with --apply; without --apply guard prints the SQL")
+	}
+	if *keepLog && !*drop {
+		return f.UsageError(stderr, "--keep-log is used only with --drop")
+	}
+	if *lockTimeout <= 0 {
+		return f.UsageError(stderr, "--lock-timeout must be positive")
+	}
+	var pol *sqlfence.Policy
+	if !*drop || *policyPath != "" {
+		var err error
+		if pol, err = cmdutil.LoadPolicy(*policyPath); err != nil {
+			return cmdutil.Fail(stderr, "guard", err)
+		}
+	}
+	g := guardScript{policy: pol, insert: !*noInsert, keepLog: *keepLog, lockTimeout: *lockTimeout}
+	if !*apply {
+		if *drop {
+			fmt.Fprint(stdout, g.dropSQL())
+		} else {
+			fmt.Fprint(stdout, g.installSQL())
+		}
+		return cmdutil.ExitOK
+	}
+	ctx := context.Background()
+	conn, err := cmdutil.Connect(ctx, *dsn, *connectTimeout)
+	if err != nil {
+		return cmdutil.Fail(stderr, "guard", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if *drop {
+		err = g.applyDrop(ctx, conn, stdout)
+	} else {
+		err = g.applyInstall(ctx, conn, stdout)
+	}
+	if err != nil {
+		return cmdutil.Fail(stderr, "guard", err)
+	}
+	return cmdutil.ExitOK
+}

@@ -1,0 +1,194 @@
+package guard
+
+// guardSetupSQL creates the guard's schema, log table and functions. It is
+// idempotent, and installs no trigger: install_guard does, per protected table. It
+// finds a table's partitions and inheritance children with the same catalog query as
+// audit's catalog.go, in PL/pgSQL, so that the printed script runs with psql alone.
+const guardSetupSQL = `
+CREATE SCHEMA IF NOT EXISTS sqlfence;
+
+-- One row per statement that ran under an operator override, per table.
+CREATE TABLE IF NOT EXISTS sqlfence.override_log (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    xact        xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    username    name NOT NULL DEFAULT session_user,
+    application text NOT NULL DEFAULT current_setting('application_name'),
+    client_addr inet DEFAULT inet_client_addr(),
+    relation    text NOT NULL,
+    operation   text NOT NULL,
+    reason      text NOT NULL
+);
+REVOKE ALL ON sqlfence.override_log FROM PUBLIC;
+
+-- sqlfence.override(reason) allows writes to guarded tables for the rest of the
+-- transaction. The override is bound to the transaction's id, so a session-level SET
+-- cannot leave it on for later transactions of a pooled connection.
+CREATE OR REPLACE FUNCTION sqlfence.override(reason text) RETURNS text
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF reason IS NULL OR pg_catalog.length(pg_catalog.btrim(reason)) < 8 THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF003',
+            MESSAGE = 'sqlfence.override needs a reason of at least 8 characters',
+            HINT = 'Say why the guard may be bypassed, e.g. SELECT sqlfence.override(''restore inventory after INC-1234'');';
+    END IF;
+    -- No SET clause on this function: set_config(..., true) must outlive the call.
+    PERFORM pg_catalog.set_config('sqlfence.override', pg_catalog.btrim(reason), true);
+    PERFORM pg_catalog.set_config('sqlfence.override_xact', pg_catalog.pg_current_xact_id()::text, true);
+    RAISE LOG 'sqlfence guard override started by % (transaction %): %',
+        session_user, pg_catalog.pg_current_xact_id(), pg_catalog.btrim(reason);
+    RAISE NOTICE 'sqlfence guard override active until the end of this transaction: %', pg_catalog.btrim(reason);
+    RETURN pg_catalog.btrim(reason);
+END
+$fn$;
+
+-- The active override's reason, or NULL.
+CREATE OR REPLACE FUNCTION sqlfence.active_override() RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    reason text := nullif(current_setting('sqlfence.override', true), '');
+BEGIN
+    IF reason IS NULL
+       OR current_setting('sqlfence.override_xact', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
+        RETURN NULL;
+    END IF;
+    RETURN reason;
+END
+$fn$;
+
+-- Statement trigger: the write must come through the driver or run under an override.
+CREATE OR REPLACE FUNCTION sqlfence.guard() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    rel text := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    reason text;
+    detail text;
+BEGIN
+    IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
+        reason := sqlfence.active_override();
+        IF reason IS NOT NULL THEN
+            INSERT INTO sqlfence.override_log (relation, operation, reason) VALUES (rel, TG_OP, reason);
+            RAISE LOG 'sqlfence guard override: % on % by % (transaction %): %',
+                TG_OP, rel, session_user, pg_current_xact_id(), reason;
+            RAISE NOTICE 'sqlfence guard: % on % allowed by the override, and logged: %', TG_OP, rel, reason;
+            RETURN NULL;
+        END IF;
+    END IF;
+    IF current_setting('sqlfence.fenced', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
+    detail := format('%s is protected by fencing tokens: a write that does not go through the sqlfence driver carries no epoch and can overwrite rows a newer claim wrote.', rel);
+    IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
+        detail := detail || ' sqlfence.override is set, but not by sqlfence.override() in this transaction.';
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'SF001',
+        MESSAGE = format('sqlfence guard: %s on %s rejected: the session did not come through the sqlfence driver', TG_OP, rel),
+        DETAIL = detail,
+        HINT = 'Write through the sqlfence driver under an epoch. For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
+END
+$fn$;
+
+-- Row trigger, fired only when an UPDATE lowers the epoch (see its WHEN clause).
+CREATE OR REPLACE FUNCTION sqlfence.guard_epoch() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    IF sqlfence.active_override() IS NOT NULL THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'SF002',
+        MESSAGE = format('sqlfence guard: UPDATE on %I.%I would move %I backwards, from %s to %s',
+            TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV[0],
+            to_jsonb(OLD) ->> TG_ARGV[0], coalesce(to_jsonb(NEW) ->> TG_ARGV[0], 'NULL')),
+        DETAIL = 'A fenced write stores its own epoch, which is above the one it replaces: a row''s epoch never decreases, and lowering it lets a superseded worker write the row again.',
+        HINT = 'To clear epochs above the claim counter, move the counter up instead (sqlfence audit --fix). To lower it anyway, run SELECT sqlfence.override(''<why>''); first, in the same transaction.';
+END
+$fn$;
+
+-- install_guard puts both triggers on a protected table (every schema's, when schema
+-- is NULL) and on its partitions and inheritance children, and returns what it guarded.
+CREATE OR REPLACE FUNCTION sqlfence.install_guard(p_schema text, p_name text, p_epoch_column text, p_guard_insert boolean)
+RETURNS TABLE (relation text, kind text)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    r record;
+    events text;
+    n int := 0;
+BEGIN
+    FOR r IN
+        WITH RECURSIVE base AS (
+            SELECT c.oid FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+            WHERE c.relname = p_name AND (p_schema IS NULL OR ns.nspname = p_schema)
+              AND c.relkind IN ('r', 'p', 'f')
+              AND ns.nspname NOT IN ('pg_catalog', 'information_schema', 'sqlfence')
+              AND ns.nspname NOT LIKE 'pg\_temp\_%' AND ns.nspname NOT LIKE 'pg\_toast%'
+        ), tree (oid, depth) AS (
+            SELECT b.oid, 0 FROM base b
+            UNION
+            SELECT i.inhrelid, t.depth + 1 FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid
+        )
+        SELECT t.oid, min(t.depth) AS depth, c.relkind::text AS relkind,
+               (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                WHERE a.attrelid = t.oid AND a.attname = p_epoch_column AND a.attnum > 0 AND NOT a.attisdropped) AS epoch_type
+        FROM tree t JOIN pg_class c ON c.oid = t.oid
+        GROUP BY t.oid, c.relkind
+        ORDER BY min(t.depth), t.oid
+    LOOP
+        IF r.epoch_type IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'SF004',
+                MESSAGE = format('sqlfence guard: %s has no epoch column %I', r.oid::regclass, p_epoch_column),
+                HINT = format('ALTER TABLE %s ADD COLUMN %I bigint NOT NULL DEFAULT 0;', r.oid::regclass, p_epoch_column);
+        END IF;
+        events := 'UPDATE OR DELETE';
+        IF p_guard_insert THEN
+            events := 'INSERT OR ' || events;
+        END IF;
+        IF r.relkind <> 'f' THEN
+            events := events || ' OR TRUNCATE';
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
+            EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
+        END IF;
+        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard()',
+            events, r.oid::regclass);
+        -- A partition already has the row trigger when it was cloned from its parent's.
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch' AND g.tgparentid <> 0) THEN
+            IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch') THEN
+                EXECUTE format('DROP TRIGGER sqlfence_guard_epoch ON %s', r.oid::regclass);
+            END IF;
+            EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch BEFORE UPDATE ON %1$s FOR EACH ROW '
+                'WHEN (NEW.%2$I < OLD.%2$I OR (NEW.%2$I IS NULL AND OLD.%2$I IS NOT NULL)) '
+                'EXECUTE FUNCTION sqlfence.guard_epoch(%3$L)', r.oid::regclass, p_epoch_column, p_epoch_column);
+        END IF;
+        relation := r.oid::regclass::text;
+        kind := CASE WHEN r.depth > 0 THEN 'partition or child ' ELSE '' END
+            || CASE r.relkind WHEN 'p' THEN 'partitioned table' WHEN 'f' THEN 'foreign table' ELSE 'table' END;
+        n := n + 1;
+        RETURN NEXT;
+    END LOOP;
+    IF n = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF004',
+            MESSAGE = format('sqlfence guard: the protected table %s does not exist in database %s',
+                CASE WHEN p_schema IS NULL THEN quote_ident(p_name) ELSE format('%I.%I', p_schema, p_name) END,
+                current_database()),
+            HINT = 'Create the table first (then run the guard again), or remove it from the policy.';
+    END IF;
+END
+$fn$;
+`
+
+const guardDropSQL = `DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
+DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
+DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlfence.override(text);
+DROP FUNCTION IF EXISTS sqlfence.active_override();
+`
+
+const guardDropLogSQL = `DROP TABLE IF EXISTS sqlfence.override_log;
+DO $drop$
+BEGIN
+    DROP SCHEMA IF EXISTS sqlfence;
+EXCEPTION WHEN dependent_objects_still_exist THEN
+    RAISE NOTICE 'schema sqlfence kept: it holds objects the guard did not create';
+END
+$drop$;
+`

@@ -1,0 +1,228 @@
+// Package pgcluster runs throwaway PostgreSQL clusters: initdb into a temporary
+// directory, a server on a free loopback port, and everything deleted on Stop. The
+// demo uses it when it is given no database, and internal/pgtest wraps it for tests.
+//
+// The cluster trades durability for speed (fsync, synchronous_commit and
+// full_page_writes are off): its data is discarded on Stop anyway.
+package pgcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNoServer reports that no PostgreSQL server binaries are installed. It is
+// the one failure that says nothing about the caller, so tests may treat it as
+// a reason to skip rather than fail.
+var ErrNoServer = errors.New("pgcluster: no PostgreSQL server binaries (initdb, postgres) found in PATH or /usr/lib/postgresql/*/bin; install the PostgreSQL server")
+
+const (
+	readyTimeout = 30 * time.Second
+	stopTimeout  = 10 * time.Second
+	bindAttempts = 5
+)
+
+// Cluster is a running throwaway PostgreSQL server. Stop it to free its port
+// and delete its data.
+type Cluster struct {
+	dir    string
+	port   int
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait returns
+	err    error         // result of cmd.Wait, valid after exited is closed
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// account is the OS user the server runs as when this process is root.
+type account struct{ uid, gid int }
+
+// Start initializes a new cluster in a temporary directory and starts a server
+// on a free loopback port. ctx bounds only the startup; the server runs until
+// Stop or until this process dies.
+func Start(ctx context.Context) (*Cluster, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	// initdb and postgres refuse to run as root, because a compromised server
+	// would then own the machine.
+	var runAs *account
+	if os.Geteuid() == 0 {
+		if runAs, err = postgresUser(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "pgcluster-")
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	c, err := start(ctx, bin, dir, runAs)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+func start(ctx context.Context, bin, dir string, runAs *account) (*Cluster, error) {
+	attr, err := sysProcAttr(runAs)
+	if err != nil {
+		return nil, err
+	}
+	if runAs != nil {
+		if err := os.Chown(dir, runAs.uid, runAs.gid); err != nil {
+			return nil, fmt.Errorf("pgcluster: %w", err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
+		"-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C")
+	initdb.Dir, initdb.SysProcAttr = dir, attr
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgcluster: initdb: %w\n%s", err, tail(out))
+	}
+
+	// Picking a free port and binding it later is racy, so a bind failure is
+	// retried with a fresh port rather than reported.
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		c, err := launch(ctx, bin, dir, port, attr)
+		if err == nil || attempt == bindAttempts || !errors.Is(err, errBind) {
+			return c, err
+		}
+	}
+}
+
+var errBind = errors.New("could not bind port")
+
+func launch(ctx context.Context, bin, dir string, port int, attr *syscall.SysProcAttr) (*Cluster, error) {
+	logPath := filepath.Join(dir, "postgres.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	defer logFile.Close() // the child has its own copy
+
+	cmd := exec.Command(filepath.Join(bin, "postgres"),
+		"-D", filepath.Join(dir, "data"),
+		"-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories="+dir,
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=200",
+		"-c", "logging_collector=off",
+	)
+	cmd.Dir, cmd.SysProcAttr = dir, attr
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
+	}
+	c := &Cluster{dir: dir, port: port, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.exited)
+	}()
+
+	if err := c.waitReady(ctx); err != nil {
+		c.shutdown()
+		log, _ := os.ReadFile(logPath)
+		if bytes.Contains(log, []byte("could not bind")) || bytes.Contains(log, []byte("could not create any TCP/IP sockets")) {
+			err = fmt.Errorf("%w %d: %v", errBind, port, err)
+		}
+		return nil, fmt.Errorf("pgcluster: postgres did not become ready: %w\n%s", err, tail(log))
+	}
+	return c, nil
+}
+
+// waitReady connects through the Unix socket in the cluster's own directory,
+// so a foreign server that grabbed the port cannot be mistaken for ours.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	socketDSN := fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", c.dir, c.port)
+	for {
+		conn, err := pgx.Connect(ctx, socketDSN)
+		if err == nil {
+			return conn.Close(ctx)
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("postgres exited: %v", c.err)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// DSN returns a URL for the postgres superuser's maintenance database.
+func (c *Cluster) DSN() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+}
+
+// Stop shuts the server down and deletes its data directory. It is safe to
+// call more than once and from several goroutines.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		c.stopErr = errors.Join(c.shutdown(), os.RemoveAll(c.dir))
+	})
+	return c.stopErr
+}
+
+func (c *Cluster) shutdown() error {
+	// SIGINT is postgres' fast shutdown: it disconnects clients instead of
+	// waiting for them, which is what a process on its way out wants.
+	c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.exited:
+		if c.err != nil {
+			return fmt.Errorf("pgcluster: postgres: %w", c.err)
+		}
+		return nil
+	case <-time.After(stopTimeout):
+		c.cmd.Process.Kill()
+		<-c.exited
+		return fmt.Errorf("pgcluster: postgres ignored SIGINT for %v and was killed", stopTimeout)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgcluster: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail keeps the end of server output, where the reason for a failure is.
+func tail(out []byte) string {
+	const max = 4096
+	if len(out) > max {
+		out = out[len(out)-max:]
+		if i := bytes.IndexByte(out, '\n'); i >= 0 {
+			out = out[i+1:]
+		}
+	}
+	return strings.TrimSpace(string(out))
+}
