@@ -88,7 +88,7 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		err    *Error
 	)
 	// visit refuses what cannot be fenced; pgtree.Writes lists the writes.
-	visit := func(m protoreflect.Message, _ bool) bool {
+	visit := func(m protoreflect.Message, _ string) bool {
 		if err != nil {
 			return false
 		}

@@ -19,7 +19,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sqlfence/sqlfence/internal/pgtest"
+	"github.com/sqlfence/sqlfence/internal/pgcluster"
 )
 
 func main() {
@@ -43,7 +43,7 @@ func main() {
 func start(ctx context.Context, dsn string, cfg config) error {
 	if dsn == "" {
 		fmt.Fprintln(cfg.Log, "starting a throwaway PostgreSQL...")
-		c, err := pgtest.Start(ctx)
+		c, err := pgcluster.Start(ctx)
 		if err != nil {
 			return err
 		}

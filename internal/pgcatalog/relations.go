@@ -7,6 +7,7 @@ package pgcatalog
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Relation is a relation through which a protected table's rows can be written: the
@@ -31,14 +32,21 @@ type Relation struct {
 // reach the tables under it.
 func (r Relation) IsView() bool { return r.Kind == "v" }
 
-// relationsQuery lists, for $1 schema (empty: every schema), $2 table name and $3 epoch
-// column, the relations Relation describes. System schemas, sqlfence's own and other
-// sessions' temporary schemas are left out: a temporary table is visible in pg_class to
-// every session but written only by its own.
-const relationsQuery = `
+// RelationsSQL is the query Relations runs, with SQL expressions for the schema (”
+// or NULL: every schema), the table name and the epoch column: the guard's install
+// function runs the same query inside the database with its own arguments. Its columns
+// are those of Relation, in order: oid (int8), schema, name, relkind, depth (int8),
+// epoch column type (” when none), epoch column NOT NULL. System schemas, sqlfence's
+// own and temporary schemas are left out: another session's temporary table is
+// visible in pg_class to every session but written only by its own.
+func RelationsSQL(schema, name, epochColumn string) string {
+	return strings.NewReplacer("{schema}", schema, "{name}", name, "{epoch}", epochColumn).Replace(relationsTemplate)
+}
+
+const relationsTemplate = `
 WITH RECURSIVE base AS (
 	SELECT c.oid FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
-	WHERE c.relname = $2 AND ($1 = '' OR ns.nspname = $1)
+	WHERE c.relname = {name} AND (coalesce({schema}, '') = '' OR ns.nspname = {schema})
 	  AND c.relkind IN ('r', 'p', 'f')
 	  AND ns.nspname NOT IN ('pg_catalog', 'information_schema', 'sqlfence')
 	  AND ns.nspname NOT LIKE 'pg\_temp\_%' AND ns.nspname NOT LIKE 'pg\_toast%'
@@ -47,12 +55,12 @@ WITH RECURSIVE base AS (
 	UNION
 	SELECT i.inhrelid, t.depth + 1 FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid
 ), views (oid, depth) AS (
-	SELECT r.ev_class, min(t.depth) FROM pg_rewrite r
-	JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+	SELECT rw.ev_class, min(t.depth) FROM pg_rewrite rw
+	JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = rw.oid
 	JOIN tree t ON d.refobjid = t.oid
-	JOIN pg_class v ON v.oid = r.ev_class AND v.relkind = 'v'
-	WHERE pg_relation_is_updatable(r.ev_class, false) & 28 <> 0
-	GROUP BY r.ev_class
+	JOIN pg_class v ON v.oid = rw.ev_class AND v.relkind = 'v'
+	WHERE pg_relation_is_updatable(rw.ev_class, false) & 28 <> 0
+	GROUP BY rw.ev_class
 ), rels (oid, depth) AS (
 	SELECT oid, min(depth) FROM (SELECT * FROM tree UNION ALL SELECT * FROM views) x GROUP BY oid
 )
@@ -61,7 +69,7 @@ SELECT x.oid::int8, ns.nspname::text, c.relname::text, c.relkind::text, x.depth:
 FROM rels x
 JOIN pg_class c ON c.oid = x.oid
 JOIN pg_namespace ns ON ns.oid = c.relnamespace
-LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = $3 AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = {epoch} AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY x.depth, 2, 3`
 
 // QueryFunc runs a query with positional arguments and returns every row, each value
@@ -72,7 +80,7 @@ type QueryFunc func(ctx context.Context, sql string, args ...any) ([][]any, erro
 // Relations lists the relations a protected table's rows can be written through,
 // shallowest first. An empty result means no such table exists.
 func Relations(ctx context.Context, query QueryFunc, schema, name, epochColumn string) ([]Relation, error) {
-	rows, err := query(ctx, relationsQuery, schema, name, epochColumn)
+	rows, err := query(ctx, RelationsSQL("$1::text", "$2::text", "$3::text"), schema, name, epochColumn)
 	if err != nil {
 		return nil, err
 	}

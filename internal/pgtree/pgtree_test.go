@@ -65,9 +65,9 @@ func TestWrites(t *testing.T) {
 		"EXPLAIN ANALYZE UPDATE a SET x = 1":                                                 "UPDATE a",
 		"EXPLAIN (ANALYZE false, ANALYZE) DELETE FROM a":                                     "DELETE a",
 		"MERGE INTO a USING b ON true WHEN MATCHED THEN DELETE":                              "MERGE a",
-		"PREPARE p AS UPDATE a SET x = 1":                                                    "UPDATE a (deferred)",
-		"CREATE RULE r AS ON INSERT TO b DO ALSO DELETE FROM a":                              "DELETE a (deferred)",
-		"CREATE FUNCTION f() RETURNS void LANGUAGE sql BEGIN ATOMIC UPDATE a SET x = 1; END": "UPDATE a (deferred)",
+		"PREPARE p AS UPDATE a SET x = 1":                                                    "UPDATE a (PREPARE)",
+		"CREATE RULE r AS ON INSERT TO b DO ALSO DELETE FROM a":                              "DELETE a (RULE)",
+		"CREATE FUNCTION f() RETURNS void LANGUAGE sql BEGIN ATOMIC UPDATE a SET x = 1; END": "UPDATE a (FUNCTION)",
 	} {
 		tree, err := pg.Parse(sql)
 		if err != nil {
@@ -76,8 +76,8 @@ func TestWrites(t *testing.T) {
 		var got []string
 		for _, w := range Writes(tree.ProtoReflect(), nil) {
 			s := w.Kind + " " + w.Relation.Relname
-			if w.Deferred {
-				s += " (deferred)"
+			if w.In != "" {
+				s += " (" + w.In + ")"
 			}
 			got = append(got, s)
 		}

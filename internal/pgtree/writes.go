@@ -12,9 +12,10 @@ type Write struct {
 	Node     proto.Message // the *pg.InsertStmt, *pg.UpdateStmt, *pg.DeleteStmt or *pg.MergeStmt
 	Kind     string        // "INSERT", "UPDATE", "DELETE" or "MERGE"
 	Relation *pg.RangeVar
-	// Deferred: the write sits in a body that runs later, not as part of this
-	// statement: a rule, a function or procedure body, or a PREPARE.
-	Deferred bool
+	// In names the body the write sits in when it runs later, not as part of this
+	// statement: "PREPARE", "RULE" or "FUNCTION" (functions and procedures); "" for a
+	// write the statement itself makes.
+	In string
 }
 
 // WriteOf returns the write m is, if it is one.
@@ -27,47 +28,56 @@ func WriteOf(m protoreflect.Message) (Write, bool) {
 	case *pg.DeleteStmt:
 		return Write{Node: s, Kind: "DELETE", Relation: s.Relation}, true
 	case *pg.MergeStmt:
-		return Write{Node: s, Kind: "MERGE", Relation: s.Relation}, true
+		for _, c := range s.MergeWhenClauses {
+			if c.GetMergeWhenClause().GetCommandType() != pg.CmdType_CMD_NOTHING {
+				return Write{Node: s, Kind: "MERGE", Relation: s.Relation}, true
+			}
+		}
+		// Every clause is DO NOTHING: the MERGE writes no row.
 	}
 	return Write{}, false
 }
 
-// defers reports whether m holds statements that run later rather than now.
-func defers(m protoreflect.Message) bool {
+// bodyOf names the body m holds statements for, when they run later rather than now.
+func bodyOf(m protoreflect.Message) string {
 	switch m.Interface().(type) {
-	case *pg.RuleStmt, *pg.CreateFunctionStmt, *pg.PrepareStmt:
-		return true
+	case *pg.RuleStmt:
+		return "RULE"
+	case *pg.CreateFunctionStmt:
+		return "FUNCTION"
+	case *pg.PrepareStmt:
+		return "PREPARE"
 	}
-	return false
+	return ""
 }
 
 // Writes lists every write in the tree, in walk order: the one definition of "what
 // does this statement write" that the driver and sqlfence check share. A plain
 // EXPLAIN only plans its statement, so its writes are not listed; EXPLAIN ANALYZE's
-// are. visit, when not nil, is called first on every message with whether it sits in
-// a deferred body; returning false skips the message's subtree, writes included.
-func Writes(root protoreflect.Message, visit func(m protoreflect.Message, deferred bool) bool) []Write {
+// are. visit, when not nil, is called first on every message with the body it sits in
+// (Write.In); returning false skips the message's subtree, writes included.
+func Writes(root protoreflect.Message, visit func(m protoreflect.Message, in string) bool) []Write {
 	var out []Write
-	var walk func(deferred bool) func(protoreflect.Message) bool
-	walk = func(deferred bool) func(protoreflect.Message) bool {
+	var walk func(in string) func(protoreflect.Message) bool
+	walk = func(in string) func(protoreflect.Message) bool {
 		return func(m protoreflect.Message) bool {
-			if visit != nil && !visit(m, deferred) {
+			if visit != nil && !visit(m, in) {
 				return false
 			}
 			if w, ok := WriteOf(m); ok {
-				w.Deferred = deferred
+				w.In = in
 				out = append(out, w)
 			}
 			if e, ok := m.Interface().(*pg.ExplainStmt); ok && !ExplainAnalyze(e) {
 				return false
 			}
-			if !deferred && defers(m) {
-				walkChildren(m, walk(true))
+			if body := bodyOf(m); in == "" && body != "" {
+				walkChildren(m, walk(body))
 				return false
 			}
 			return true
 		}
 	}
-	Walk(root, walk(false))
+	Walk(root, walk(""))
 	return out
 }

@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 func (a *auditor) sequenceCounter(ctx context.Context, name string, defaulted bool) (auditCounter, error) {
@@ -64,13 +63,13 @@ func (a *auditor) jobsCounter(ctx context.Context, table, column string) (auditC
 	}
 	switch typ {
 	case "":
-		return c, fmt.Errorf("jobs table %s has no column %s (--epoch-column)", c.Name, cmdutil.QuoteIdent(column))
+		return c, fmt.Errorf("jobs table %s has no column %s (--epoch-column)", c.Name, sqlident.Quote(column))
 	case "bigint", "integer", "smallint":
 	default:
-		return c, fmt.Errorf("%s.%s is %s, not an integer epoch column", c.Name, cmdutil.QuoteIdent(column), typ)
+		return c, fmt.Errorf("%s.%s is %s, not an integer epoch column", c.Name, sqlident.Quote(column), typ)
 	}
-	if err := a.conn.QueryRow(ctx, fmt.Sprintf("SELECT coalesce(max(%s), 0)::bigint FROM %s", cmdutil.QuoteIdent(column), c.Name)).Scan(&c.Value); err != nil {
-		return c, fmt.Errorf("reading %s.%s: %w", c.Name, cmdutil.QuoteIdent(column), err)
+	if err := a.conn.QueryRow(ctx, fmt.Sprintf("SELECT coalesce(max(%s), 0)::bigint FROM %s", sqlident.Quote(column), c.Name)).Scan(&c.Value); err != nil {
+		return c, fmt.Errorf("reading %s.%s: %w", c.Name, sqlident.Quote(column), err)
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // fix moves the counter to highest, holding off claims while it does.
@@ -46,7 +47,7 @@ func (a *auditor) fix(ctx context.Context, c *auditCounter, highest int64) (*aud
 		if _, err := tx.Exec(ctx, "LOCK TABLE "+c.Name+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 			return nil, fmt.Errorf("locking %s against claims: %w", c.Name, err)
 		}
-		col := cmdutil.QuoteIdent(c.Column)
+		col := sqlident.Quote(c.Column)
 		tag, err := tx.Exec(ctx, fmt.Sprintf("UPDATE %s SET %s = $1 WHERE %s < $1", c.Name, col, col), highest)
 		if err != nil {
 			return nil, fmt.Errorf("raising %s.%s: %w", c.Name, col, err)

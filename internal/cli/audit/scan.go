@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // scan reads every protected relation in one snapshot.
@@ -42,7 +41,7 @@ func (a *auditor) scan(ctx context.Context, rep *auditReport, rels []relation) e
 }
 
 func (a *auditor) scanRelation(ctx context.Context, tx pgx.Tx, r relation, counter int64, tidRange bool) (auditTable, error) {
-	col := cmdutil.QuoteIdent(r.table.EpochColumn)
+	col := sqlident.Quote(r.table.EpochColumn)
 	t := auditTable{Table: r.name, PolicyName: r.table.QualifiedName.String(), EpochColumn: r.table.EpochColumn, Examples: []auditExample{}}
 	var pages int64
 	if err := tx.QueryRow(ctx, "SELECT pg_relation_size($1::oid::regclass) / current_setting('block_size')::bigint", r.oid).Scan(&pages); err != nil {
@@ -136,7 +135,7 @@ func keyExpr(ctx context.Context, tx pgx.Tx, r relation) (string, error) {
 	}
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		parts[i] = fmt.Sprintf("%s || coalesce(%s::text, 'NULL')", cmdutil.QuoteLiteral(cmdutil.QuoteIdent(c)+"="), cmdutil.QuoteIdent(c))
+		parts[i] = fmt.Sprintf("%s || coalesce(%s::text, 'NULL')", sqlident.Literal(sqlident.Quote(c)+"="), sqlident.Quote(c))
 	}
 	return "concat_ws(', ', " + strings.Join(parts, ", ") + ")", nil
 }

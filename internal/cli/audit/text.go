@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 func writeText(w io.Writer, rep *auditReport, fix bool) {
@@ -18,7 +19,7 @@ func writeText(w io.Writer, rep *auditReport, fix bool) {
 	case "sequence":
 		fmt.Fprintf(w, "claim counter: sequence %s, highest epoch handed out %d\n", c.Name, from)
 	default:
-		fmt.Fprintf(w, "claim counter: %s.%s (per-job epochs), highest epoch of any job %d\n", c.Name, cmdutil.QuoteIdent(c.Column), from)
+		fmt.Fprintf(w, "claim counter: %s.%s (per-job epochs), highest epoch of any job %d\n", c.Name, sqlident.Quote(c.Column), from)
 	}
 	fmt.Fprintf(w, "\n%-32s %12s %12s %14s %12s\n", "TABLE", "ROWS", "ABOVE", "HIGHEST EPOCH", "NULL EPOCH")
 	for _, t := range rep.Tables {
@@ -63,7 +64,7 @@ func writeText(w io.Writer, rep *auditReport, fix bool) {
 		fmt.Fprintf(w, "Fixed, in one transaction: sequence %s moved from %d to %d; the next claim gets %d. No row was changed.\n", c.Name, f.From, f.To, f.To+1)
 	case f != nil:
 		fmt.Fprintf(w, "Fixed, in one transaction: raised %s.%s to %d on %d %s; every job's next claim gets at least %d. No protected row was changed.\n",
-			c.Name, cmdutil.QuoteIdent(c.Column), f.To, f.JobsRaised, cmdutil.Plural(int(f.JobsRaised), "job", "jobs"), f.To+1)
+			c.Name, sqlident.Quote(c.Column), f.To, f.JobsRaised, cmdutil.Plural(int(f.JobsRaised), "job", "jobs"), f.To+1)
 		fmt.Fprintln(w, "A job that was claimed while this ran has lost its claim: its renewal and completion are refused, and it runs again once its lease expires.")
 	case rep.RowsAbove > 0 && !fix:
 		next := "the next claim then gets"

@@ -6,15 +6,15 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // handFenced checks the write against the hand-fencing rule and returns what is
 // missing; nil means it is fenced.
 func (w *write) handFenced() []string {
 	t := w.table
-	col := cmdutil.QuoteIdent(t.EpochColumn)
+	col := sqlident.Quote(t.EpochColumn)
 	if w.ambiguous {
 		return []string{"the unqualified name matches several policy entries with different epoch columns or modes; qualify it with its schema"}
 	}
@@ -69,7 +69,7 @@ func (w *write) handFenced() []string {
 // setAndWhere checks an assignment list and condition for the UPDATE form of the
 // fence: the epoch column set to E, and compared with the same E.
 func (w *write) setAndWhere(targets []*pg.Node, cond *pg.Node, where string) []string {
-	col := cmdutil.QuoteIdent(w.table.EpochColumn)
+	col := sqlident.Quote(w.table.EpochColumn)
 	var v *pg.Node
 	for _, n := range targets {
 		if rt := n.GetResTarget(); rt != nil && rt.Name == w.table.EpochColumn && len(rt.Indirection) == 0 {
@@ -92,7 +92,7 @@ func (w *write) setAndWhere(targets []*pg.Node, cond *pg.Node, where string) []s
 }
 
 func (w *write) missingCompare(where string) []string {
-	col := cmdutil.QuoteIdent(w.table.EpochColumn)
+	col := sqlident.Quote(w.table.EpochColumn)
 	if w.weak {
 		return []string{fmt.Sprintf("%s compares %s with <=, which lets an execution write a row twice, but %s is in strict mode: use <", where, col, w.table.QualifiedName)}
 	}

@@ -8,7 +8,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // lintStatement decides whether one statement of a SQL file is a finding. stmtText
@@ -45,7 +45,7 @@ func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (findin
 		return finding{Rule: "unfenceable", Table: writes[0].table.QualifiedName.String(), Message: "cannot be fenced: " + msg}, true
 	}
 	w := first
-	col := cmdutil.QuoteIdent(w.table.EpochColumn)
+	col := sqlident.Quote(w.table.EpochColumn)
 	op := w.table.Mode.Operator()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s of protected table %s bypasses the fence: %s (%s). ", w.kind, w.table.QualifiedName, w.harm(), strings.Join(dedupe(problems), "; "))
@@ -61,7 +61,7 @@ func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (findin
 	case "INSERT":
 		fmt.Fprintf(&b, "run it through the driver under an epoch, give every row an epoch (name %s in the column list", col)
 		if w.upsert {
-			fmt.Fprintf(&b, "; DO UPDATE SET … %[1]s = excluded.%[1]s WHERE … AND %[2]s.%[1]s %[3]s excluded.%[1]s", col, cmdutil.QuoteIdent(w.qual), op)
+			fmt.Fprintf(&b, "; DO UPDATE SET … %[1]s = excluded.%[1]s WHERE … AND %[2]s.%[1]s %[3]s excluded.%[1]s", col, sqlident.Quote(w.qual), op)
 		}
 		b.WriteString("), or add `-- sqlfence:ignore <reason>` before it")
 	default:

@@ -131,7 +131,7 @@ func (d *demo) story(ctx context.Context, driver string) (run demoRun, err error
 		return run, err
 	}
 	if rb.Claimed {
-		return run, fmt.Errorf("A's lease (%v) ran out before B tried to claim job 1: this machine is too busy for that lease; run the demo with a longer --lease", d.lease)
+		return run, fmt.Errorf("worker A's lease (%v) ran out before B tried to claim job 1: this machine is too busy for that lease; run the demo with a longer --lease", d.lease)
 	}
 	// Wait for the lease to run out on the arbiter's clock.
 	waited := time.Now()

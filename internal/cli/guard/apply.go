@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io.Writer) error {
@@ -69,7 +70,7 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 	}
 	fmt.Fprintf(stdout, "sqlfence guard installed in %s (one transaction):\n", cmdutil.DescribeTarget(conn.Config()))
 	for _, r := range report {
-		name := fmt.Sprintf("%s (%s):", r.policyName, cmdutil.QuoteIdent(r.column))
+		name := fmt.Sprintf("%s (%s):", r.policyName, sqlident.Quote(r.column))
 		for i, rel := range r.relations {
 			if i > 0 {
 				name = ""

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 type guardScript struct {
@@ -50,7 +51,7 @@ BEGIN;
 	b.WriteString("\n-- The protected tables of the policy, with their partitions and inheritance children.\n")
 	for _, c := range g.calls() {
 		fmt.Fprintf(&b, "SELECT * FROM sqlfence.install_guard(%s, %s, %s, %t);\n",
-			sqlOrNull(c.schema), cmdutil.QuoteLiteral(c.name), cmdutil.QuoteLiteral(c.column), c.insert)
+			sqlOrNull(c.schema), sqlident.Literal(c.name), sqlident.Literal(c.column), c.insert)
 	}
 	b.WriteString("COMMIT;\n")
 	return b.String()
@@ -60,7 +61,7 @@ func sqlOrNull(s string) string {
 	if s == "" {
 		return "NULL"
 	}
-	return cmdutil.QuoteLiteral(s)
+	return sqlident.Literal(s)
 }
 
 type guardCall struct {

@@ -1,10 +1,20 @@
 package guard
 
+import (
+	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+)
+
 // guardSetupSQL creates the guard's schema, log table and functions. It is
 // idempotent, and installs no trigger: install_guard does, per protected table. It
 // finds a table's partitions and inheritance children with the same catalog query as
 // audit's catalog.go, in PL/pgSQL, so that the printed script runs with psql alone.
-const guardSetupSQL = `
+// guardSetupSQL installs the guard; install_guard finds the relations to guard with
+// pgcatalog.RelationsSQL, the query resolve: catalog and audit use.
+var guardSetupSQL = strings.Replace(guardSetupTemplate, "{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"), 1)
+
+const guardSetupTemplate = `
 CREATE SCHEMA IF NOT EXISTS sqlfence;
 
 -- One row per statement that ran under an operator override, per table.
@@ -115,23 +125,10 @@ DECLARE
     n int := 0;
 BEGIN
     FOR r IN
-        WITH RECURSIVE base AS (
-            SELECT c.oid FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
-            WHERE c.relname = p_name AND (p_schema IS NULL OR ns.nspname = p_schema)
-              AND c.relkind IN ('r', 'p', 'f')
-              AND ns.nspname NOT IN ('pg_catalog', 'information_schema', 'sqlfence')
-              AND ns.nspname NOT LIKE 'pg\_temp\_%' AND ns.nspname NOT LIKE 'pg\_toast%'
-        ), tree (oid, depth) AS (
-            SELECT b.oid, 0 FROM base b
-            UNION
-            SELECT i.inhrelid, t.depth + 1 FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid
-        )
-        SELECT t.oid, min(t.depth) AS depth, c.relkind::text AS relkind,
-               (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                WHERE a.attrelid = t.oid AND a.attname = p_epoch_column AND a.attnum > 0 AND NOT a.attisdropped) AS epoch_type
-        FROM tree t JOIN pg_class c ON c.oid = t.oid
-        GROUP BY t.oid, c.relkind
-        ORDER BY min(t.depth), t.oid
+        SELECT rel.oid::oid AS oid, rel.depth, rel.relkind, nullif(rel.epoch_type, '') AS epoch_type
+        FROM ({{relations}}) rel (oid, schema, name, relkind, depth, epoch_type, epoch_not_null)
+        WHERE rel.relkind <> 'v'
+        ORDER BY rel.depth, rel.oid
     LOOP
         IF r.epoch_type IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'SF004',
