@@ -115,12 +115,12 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 			err = doBlock(p, s)
 			return false
 		case *pg.CallStmt:
-			if fn := s.GetFunccall(); fn != nil && listedFunction(p, fn.Funcname) {
+			if fn := s.GetFunccall(); fn != nil && p.MatchFunction(pgtree.FuncName(fn.Funcname)) {
 				err = refuse(nil, "CALL of "+nameOf(fn.Funcname)+", which the policy lists as writing protected tables",
 					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
 			}
 		case *pg.FuncCall:
-			if listedFunction(p, s.Funcname) {
+			if p.MatchFunction(pgtree.FuncName(s.Funcname)) {
 				err = refuse(nil, "call of "+nameOf(s.Funcname)+", which the policy lists as writing protected tables",
 					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
 			}
@@ -179,10 +179,6 @@ func tableIn(p *Policy, root protoreflect.Message) *Table {
 	return nil
 }
 
-func listedFunction(p *Policy, name []*pg.Node) bool {
-	schema, fn := pgtree.FuncName(name)
-	return fn != "" && p.MatchFunction(schema, fn)
-}
 
 func nameOf(name []*pg.Node) string {
 	parts := make([]string, 0, len(name))

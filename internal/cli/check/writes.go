@@ -30,7 +30,7 @@ type write struct {
 // or function body) or it calls a function the policy lists.
 func protectedWrites(pol *sqlfence.Policy, stmt *pg.Node) (writes []write, opaque string) {
 	visit := func(m protoreflect.Message, _ string) bool {
-		if fc, ok := m.Interface().(*pg.FuncCall); ok && opaque == "" && listedFunction(pol, fc.Funcname) {
+		if fc, ok := m.Interface().(*pg.FuncCall); ok && opaque == "" && pol.MatchFunction(pgtree.FuncName(fc.Funcname)) {
 			opaque = "it calls a function the policy lists as writing protected tables"
 		}
 		return true
@@ -51,9 +51,4 @@ func protectedWrites(pol *sqlfence.Policy, stmt *pg.Node) (writes []write, opaqu
 		writes = append(writes, write{kind: w.Kind, table: t, ambiguous: ambiguous, rv: w.Relation, qual: qual, node: w.Node, in: w.In})
 	}
 	return writes, opaque
-}
-
-func listedFunction(pol *sqlfence.Policy, name []*pg.Node) bool {
-	schema, fn := pgtree.FuncName(name)
-	return fn != "" && pol.MatchFunction(schema, fn)
 }
