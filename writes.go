@@ -179,7 +179,6 @@ func tableIn(p *Policy, root protoreflect.Message) *Table {
 	return nil
 }
 
-
 func nameOf(name []*pg.Node) string {
 	parts := make([]string, 0, len(name))
 	for _, n := range name {
