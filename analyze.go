@@ -64,10 +64,7 @@ func refuse(t *Table, reason, fix string) *Error {
 
 // analyze parses sql and decides what to send. It never panics on input: any shape it
 // does not understand ends in a refusal when it concerns a protected table.
-func analyze(policy *Policy, needles []string, sql string) (d *decision) {
-	if !mayTouchProtected(needles, sql) {
-		return &decision{act: actPass}
-	}
+func analyze(policy *Policy, sql string) (d *decision) {
 	if len(sql) > maxStatementBytes {
 		return &decision{act: actRefuse, refusal: refuse(nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
@@ -86,6 +83,9 @@ func analyze(policy *Policy, needles []string, sql string) (d *decision) {
 	if err != nil {
 		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
 			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
+	}
+	if e := admit(policy, tree); e != nil {
+		return &decision{act: actRefuse, refusal: e}
 	}
 	writes, e := findWrites(policy, tree)
 	if e != nil {

@@ -74,7 +74,7 @@ func (c *conn) lookup(query string) *decision {
 		c.memo.remember(query, e)
 		return e.d
 	}
-	d := analyze(c.enf.policy, c.enf.needles, query)
+	d := analyze(c.enf.policy, query)
 	if e := ca.put(query, d); e != nil {
 		c.memo.remember(query, e)
 	}

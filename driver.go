@@ -89,9 +89,12 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams[GuardSetting] = "on"
-	// sqlfence parses statements as PostgreSQL does with standard-conforming strings;
-	// pinning it here overrides a role or database default that turns it off.
+	// sqlfence parses statements as PostgreSQL does with standard-conforming strings
+	// in UTF-8; pinning both here overrides a role or database default that changes
+	// them (a multi-byte encoding such as SJIS has trailing bytes that read as a
+	// backslash or a quote).
 	cfg.RuntimeParams[standardStrings] = "on"
+	cfg.RuntimeParams["client_encoding"] = "UTF8"
 	return newConnector(stdlib.GetConnector(*cfg), p)
 }
 

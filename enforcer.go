@@ -17,14 +17,13 @@ import (
 // enforcer holds what every connection of one connector shares: the policy and the cache
 // of decisions made under it.
 type enforcer struct {
-	policy  *Policy
-	needles []string
-	cache   *cache
-	log     *slog.Logger
+	policy *Policy
+	cache  *cache
+	log    *slog.Logger
 }
 
 func newEnforcer(p *Policy, cfg connectorConfig) *enforcer {
-	return &enforcer{policy: p, needles: needlesOf(p), cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger}
+	return &enforcer{policy: p, cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger}
 }
 
 // decision returns the decision for query, from the cache when it has been seen.
@@ -32,7 +31,7 @@ func (f *enforcer) decision(query string) *decision {
 	if d, ok := f.cache.get(query); ok {
 		return d
 	}
-	d := analyze(f.policy, f.needles, query)
+	d := analyze(f.policy, query)
 	f.cache.put(query, d)
 	return d
 }

@@ -44,7 +44,6 @@ import (
 //	go test -run '^$' -fuzz FuzzRewrite -fuzztime 10m .
 func FuzzRewrite(f *testing.F) {
 	p := testPolicy(f)
-	needles := needlesOf(p)
 	files, _ := filepath.Glob("testdata/rewrite/*.sql")
 	if len(files) == 0 {
 		f.Fatal("no golden files to seed the fuzzer with")
@@ -58,11 +57,11 @@ func FuzzRewrite(f *testing.F) {
 		f.Add(in)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		d := analyze(p, needles, sql)
+		d := analyze(p, sql)
 		if problems := checkDecision(p, sql, d); len(problems) > 0 {
 			t.Fatalf("statement:\n%s\ndecision: %s\nproblems:\n  %s", sql, outcome(d), strings.Join(problems, "\n  "))
 		}
-		again := analyze(p, needles, sql)
+		again := analyze(p, sql)
 		if again.act != d.act || again.sql != d.sql || again.epochParam != d.epochParam {
 			t.Fatalf("statement:\n%s\ndecide is not deterministic: %s, then %s", sql, outcome(d), outcome(again))
 		}
@@ -741,7 +740,7 @@ const deepChildEnv = "SQLFENCE_TEST_DEEP_INPUT"
 func TestDecideDeepInputs(t *testing.T) {
 	if name := os.Getenv(deepChildEnv); name != "" {
 		p := testPolicy(t)
-		d := analyze(p, needlesOf(p), deepInputs[name]())
+		d := analyze(p, deepInputs[name]())
 		fmt.Printf("outcome: %.100s\n", outcome(d))
 		return
 	}
@@ -837,11 +836,10 @@ func TestFuzzCheckerCatches(t *testing.T) {
 // fenced to refused is reported too: issue 3 asks for these shapes to be fenced.
 func TestRewriteVariants(t *testing.T) {
 	p := testPolicy(t)
-	needles := needlesOf(p)
 	for _, in := range seedStatements(t) {
-		d := analyze(p, needles, in)
+		d := analyze(p, in)
 		for name, v := range variants(in) {
-			dv := analyze(p, needles, v)
+			dv := analyze(p, v)
 			if problems := checkDecision(p, v, dv); len(problems) > 0 {
 				t.Errorf("%s of\n%s\n=\n%s\ndecision: %s\nproblems:\n  %s", name, in, v, outcome(dv), strings.Join(problems, "\n  "))
 			}

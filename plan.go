@@ -29,7 +29,7 @@ func (p *Policy) Plan(query string) Plan {
 		out.Err = err
 		return out
 	}
-	d := analyze(p, needlesOf(p), query)
+	d := analyze(p, query)
 	if d.act == actRefuse {
 		out.Err = d.refusal.forStatement(query, 0)
 		if d.refusal.Table != "" {

@@ -90,6 +90,14 @@ type Policy struct {
 	// table): only sqlfence's claim helpers may write their epoch and status columns,
 	// so no job can be claimed without incrementing the epoch.
 	Claims []ClaimTable
+	// SafeFunctions (safe_functions:) are functions and procedures the application
+	// declares write no protected table: calls of them pass. An unqualified entry
+	// matches the name in every schema; a qualified one only calls qualified the same.
+	SafeFunctions []QualifiedName
+	// AllowDDL (ddl: allow) lets DDL run on fenced connections, for programs that
+	// migrate through the same handle. DDL that could change which rows are protected
+	// or how the fence reads is refused even then.
+	AllowDDL bool
 	// ResolveCatalog (resolve: catalog): at the first connection, read the catalog to
 	// protect partitions, inheritance children and simple views of protected tables
 	// too, and check every epoch column is bigint NOT NULL.
@@ -160,6 +168,7 @@ func (p *Policy) compile() (*Policy, error) {
 	c := *p
 	c.Tables = slices.Clone(p.Tables)
 	c.Functions = slices.Clone(p.Functions)
+	c.SafeFunctions = slices.Clone(p.SafeFunctions)
 	c.Claims = slices.Clone(p.Claims)
 	if c.EpochColumn == "" {
 		return nil, bad("EpochColumn is empty")
@@ -192,7 +201,7 @@ func (p *Policy) compile() (*Policy, error) {
 		}
 		seen[t.QualifiedName] = true
 	}
-	for i, f := range c.Functions {
+	for i, f := range append(slices.Clone(c.Functions), c.SafeFunctions...) {
 		if f.Name == "" {
 			return nil, bad("function entry %d has no name", i+1)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,7 +27,7 @@ func (p *policyParser) errorf(line int, format string, args ...any) error {
 }
 
 var (
-	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "tables", "unfenced", "enforce", "functions", "claims", "resolve"}
+	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "tables", "unfenced", "enforce", "functions", "safe_functions", "claims", "resolve", "ddl"}
 	policyTableKeys    = []string{"name", "epoch_column", "mode"}
 	policyClaimKeys    = []string{"table", "epoch_column", "status_column"}
 )
@@ -123,9 +124,26 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 		return nil, err
 	}
 	if n, ok := keys.get("functions"); ok {
-		if pol.Functions, err = p.functions(n); err != nil {
+		if pol.Functions, err = p.functions(n, "functions"); err != nil {
 			return nil, err
 		}
+	}
+	if n, ok := keys.get("safe_functions"); ok {
+		if pol.SafeFunctions, err = p.functions(n, "safe_functions"); err != nil {
+			return nil, err
+		}
+		for _, f := range pol.SafeFunctions {
+			if slices.Contains(pol.Functions, f) {
+				return nil, p.errorf(n.Line, "function %s is under both functions: (writes protected tables) and safe_functions: (writes none)", f)
+			}
+		}
+	}
+	if n, ok := keys.get("ddl"); ok {
+		s, err := p.choice(n, "ddl", "deny", "allow")
+		if err != nil {
+			return nil, err
+		}
+		pol.AllowDDL = s == "allow"
 	}
 	if n, ok := keys.get("claims"); ok {
 		if pol.Claims, err = p.claims(n, pol); err != nil {
@@ -252,14 +270,14 @@ func (p *policyParser) claims(n *yaml.Node, pol *Policy) ([]ClaimTable, error) {
 	return out, nil
 }
 
-func (p *policyParser) functions(n *yaml.Node) ([]QualifiedName, error) {
+func (p *policyParser) functions(n *yaml.Node, key string) ([]QualifiedName, error) {
 	n = resolveAliasNode(n)
-	// An empty "functions:" (every entry commented out) means none.
+	// An empty list (every entry commented out) means none.
 	if isNullNode(n) {
 		return nil, nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errorf(n.Line, "functions must be a list of function names, got %s", describeNode(n))
+		return nil, p.errorf(n.Line, "%s must be a list of function names, got %s", key, describeNode(n))
 	}
 	out := make([]QualifiedName, 0, len(n.Content))
 	seen := make(map[QualifiedName]int, len(n.Content))

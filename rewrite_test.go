@@ -28,7 +28,6 @@ const goldenSeparator = "\n---- sent ----\n"
 // change, then read the diff.
 func TestRewriteGolden(t *testing.T) {
 	p := testPolicy(t)
-	needles := needlesOf(p)
 	files, _ := filepath.Glob("testdata/rewrite/*.sql")
 	if len(files) == 0 {
 		t.Fatal("no golden files")
@@ -40,7 +39,7 @@ func TestRewriteGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			in, want, _ := strings.Cut(string(data), goldenSeparator)
-			got := outcome(analyze(p, needles, in))
+			got := outcome(analyze(p, in))
 			if *update {
 				if err := os.WriteFile(file, []byte(in+goldenSeparator+got+"\n"), 0o644); err != nil {
 					t.Fatal(err)
@@ -70,7 +69,6 @@ func outcome(d *decision) string {
 // or exhaust it; each must come back as a refusal instead.
 func TestParserBounds(t *testing.T) {
 	p := testPolicy(t)
-	needles := needlesOf(p)
 	const n = 200_000
 	for name, q := range map[string]string{
 		"operators": "UPDATE inventory SET quantity = " + strings.Repeat("1+", n) + "1",
@@ -81,7 +79,7 @@ func TestParserBounds(t *testing.T) {
 		"not":       "UPDATE inventory SET quantity = 1 WHERE " + strings.Repeat("NOT ", n) + "true",
 		"huge":      "UPDATE inventory SET note = '" + strings.Repeat("x", 2<<20) + "'",
 	} {
-		d := analyze(p, needles, q)
+		d := analyze(p, q)
 		if d.act != actRefuse {
 			t.Errorf("%s: decision %v, want a refusal", name, d.act)
 		}
@@ -92,13 +90,12 @@ func TestParserBounds(t *testing.T) {
 // also checks that decisions share no mutable state.
 func TestDecideConcurrent(t *testing.T) {
 	p := testPolicy(t)
-	needles := needlesOf(p)
 	done := make(chan string)
 	for g := range 16 {
 		go func() {
 			for i := range 20 {
 				q := "UPDATE inventory SET quantity = " + strings.Repeat("1+", g+i) + "1 WHERE sku = $1"
-				if d := analyze(p, needles, q); d.act != actRewrite {
+				if d := analyze(p, q); d.act != actRewrite {
 					done <- q
 					return
 				}

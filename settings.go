@@ -1,4 +1,6 @@
-// Settings that change how the server reads text.
+// Settings: which SET, RESET and set_config a fenced connection runs. Only settings
+// that cannot change how the server reads statement text, how names and operators
+// resolve for the fence, or whether triggers fire.
 
 package sqlfence
 
@@ -8,34 +10,137 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 )
 
-// standardStrings is the one setting that changes how the server reads the text
-// sqlfence parsed: with it off, a backslash escapes a quote inside '…', and a string
-// literal to pg_query can be a statement boundary to the server. The registered driver
-// sets it on in the startup message; changing it on a connection is refused.
+// standardStrings changes how the server reads the text sqlfence parsed: with it off,
+// a backslash escapes a quote inside '…', and a string literal to pg_query can be a
+// statement boundary to the server. The registered driver sets it on in the startup
+// message, with client_encoding; changing either on a connection is refused.
 const standardStrings = "standard_conforming_strings"
 
-func refuseSetting() *Error {
-	return refuse(nil, "changing "+standardStrings+" would let the server read statements differently from sqlfence",
-		"leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings")
+// safeSettings are the settings a fenced connection may change: what pools, ORMs and
+// schema-per-tenant services set per session or transaction. search_path is among
+// them: the fence's own text is schema-qualified, and policy names match in every
+// schema, so where a name resolves cannot move a write out from under the fence.
+var safeSettings = map[string]bool{
+	"application_name": true, "search_path": true, "timezone": true, "datestyle": true, "intervalstyle": true,
+	"statement_timeout": true, "lock_timeout": true, "idle_in_transaction_session_timeout": true,
+	"idle_session_timeout": true, "transaction_timeout": true, "extra_float_digits": true, "bytea_output": true,
+	"client_min_messages": true, "default_transaction_isolation": true, "default_transaction_read_only": true,
+	"default_transaction_deferrable": true, "transaction_isolation": true, "transaction_read_only": true,
+	"transaction_deferrable": true, "synchronous_commit": true, "work_mem": true, "maintenance_work_mem": true,
+	"hash_mem_multiplier": true, "temp_buffers": true, "jit": true, "random_page_cost": true,
+	"seq_page_cost": true, "effective_cache_size": true, "effective_io_concurrency": true,
+	"plan_cache_mode": true, "from_collapse_limit": true, "join_collapse_limit": true,
+	"cursor_tuple_fraction": true, "max_parallel_workers_per_gather": true, "lc_messages": true,
+	"lc_monetary": true, "lc_numeric": true, "lc_time": true, "default_text_search_config": true,
+	"xmloption": true, "xmlbinary": true, "geqo": true, "row_security": true, "default_statistics_target": true,
+	"gin_fuzzy_search_limit": true, "log_min_duration_statement": true, "track_io_timing": true,
+	// SET TRANSACTION … and SET SESSION CHARACTERISTICS AS TRANSACTION …
+	"transaction": true, "session characteristics": true,
 }
 
-// isSafeSetting reports whether set_config's first argument names a setting other than
-// standard_conforming_strings. A name that is not a literal cannot be checked.
-func isSafeSetting(name string) bool {
-	return name != "" && !strings.EqualFold(name, standardStrings)
+// dangerousSettings say why a setting is refused where the reason is known.
+var dangerousSettings = map[string]string{
+	standardStrings:            "with it off the server reads a backslash inside '…' as an escape, and reads statements differently from sqlfence",
+	"client_encoding":          "in a multi-byte encoding such as SJIS or GBK a character's trailing byte can be a backslash or a quote, and the server reads statements differently from sqlfence",
+	"backslash_quote":          "it changes how the server reads quotes inside string literals",
+	"escape_string_warning":    "it belongs to the settings that change how string literals are read",
+	"session_replication_role": "replica mode switches off triggers and foreign-key actions, the database-side guard among them",
+	"role":                     "it changes the privileges and the defaults the session runs with",
+	"session_authorization":    "it changes the privileges and the defaults the session runs with",
+	"check_function_bodies":    "it lets functions be created without their bodies being checked",
+	"allow_system_table_mods":  "it lets system catalogs be changed",
 }
 
-func setsOn(s *pg.VariableSetStmt) bool {
+// settingAllowed reports whether a fenced connection may change the setting name (as
+// PostgreSQL folds it). Custom settings (prefix.name, as row-level-security policies
+// read with current_setting) are allowed, except sqlfence's own and PL/pgSQL's, which
+// change how function bodies are read.
+func settingAllowed(name string) bool {
+	name = strings.ToLower(name)
+	if safeSettings[name] || strings.HasPrefix(name, "enable_") || strings.HasPrefix(name, "cpu_") ||
+		strings.HasPrefix(name, "geqo_") || strings.HasPrefix(name, "parallel_") {
+		return true
+	}
+	prefix, _, custom := strings.Cut(name, ".")
+	return custom && prefix != "sqlfence" && prefix != "plpgsql"
+}
+
+// refuseSetting is the refusal for changing the setting name.
+func refuseSetting(name, how string) *Error {
+	why, known := dangerousSettings[strings.ToLower(name)]
+	if !known {
+		why = "it is not on sqlfence's list of settings that cannot change how statements are read, how names resolve, or whether triggers fire"
+	}
+	fix := "set it outside the driver (a role or database default, or a separate connection)"
+	switch strings.ToLower(name) {
+	case standardStrings:
+		fix = "leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings"
+	case "client_encoding":
+		fix = "keep UTF8, which the registered driver sets at connect; convert text in the application"
+	}
+	return refuse(nil, how+" of "+name+" is not run on a fenced connection: "+why, fix)
+}
+
+// admitSetting judges SET, SET LOCAL and RESET.
+func admitSetting(s *pg.VariableSetStmt) *Error {
 	switch s.Kind {
-	case pg.VariableSetKind_VAR_RESET, pg.VariableSetKind_VAR_SET_DEFAULT:
-		return true // back to the session's startup value
-	case pg.VariableSetKind_VAR_SET_VALUE:
-		if len(s.Args) != 1 {
-			return false
+	case pg.VariableSetKind_VAR_RESET_ALL:
+		return nil // back to the session's startup values, where the driver pinned what matters
+	case pg.VariableSetKind_VAR_RESET:
+		if settingAllowed(s.Name) || s.Name == standardStrings || s.Name == "client_encoding" {
+			return nil // back to the startup value
 		}
-		c := s.Args[0].GetAConst()
-		v := strings.ToLower(c.GetSval().GetSval())
+		return refuseSetting(s.Name, "RESET")
+	}
+	if settingAllowed(s.Name) || setsPinnedValue(s) {
+		return nil
+	}
+	return refuseSetting(s.Name, "SET")
+}
+
+// setsPinnedValue reports whether s sets standard_conforming_strings or
+// client_encoding to the value the driver pins at connect, a no-op some client
+// libraries send when they start.
+func setsPinnedValue(s *pg.VariableSetStmt) bool {
+	switch s.Kind {
+	case pg.VariableSetKind_VAR_SET_DEFAULT:
+		return s.Name == standardStrings || s.Name == "client_encoding"
+	case pg.VariableSetKind_VAR_SET_VALUE:
+	default:
+		return false
+	}
+	if len(s.Args) != 1 {
+		return false
+	}
+	c := s.Args[0].GetAConst()
+	v := strings.ToLower(c.GetSval().GetSval())
+	switch s.Name {
+	case standardStrings:
 		return v == "on" || v == "true" || v == "yes" || c.GetIval().GetIval() == 1 || c.GetBoolval().GetBoolval()
+	case "client_encoding":
+		return v == "utf8" || v == "utf-8" || v == "unicode"
 	}
 	return false
+}
+
+// admitSetConfig judges a call of set_config: its first argument must be a literal
+// naming an allowed setting, or sqlfence cannot say what it changes.
+func admitSetConfig(args []*pg.Node) *Error {
+	if len(args) == 0 {
+		return refuse(nil, "set_config without arguments", "pass the setting name as a literal")
+	}
+	c := args[0].GetAConst()
+	if c == nil || c.GetSval() == nil {
+		if tc := args[0].GetTypeCast(); tc != nil && tc.Arg.GetAConst().GetSval() != nil {
+			c = tc.Arg.GetAConst()
+		} else {
+			return refuse(nil, "set_config with a setting name that is not a literal: sqlfence cannot tell which setting it changes",
+				"name the setting as a string literal, e.g. set_config('application_name', $1, false)")
+		}
+	}
+	name := c.GetSval().GetSval()
+	if settingAllowed(name) {
+		return nil
+	}
+	return refuseSetting(name, "set_config")
 }

@@ -87,7 +87,8 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		writes []protectedWrite
 		err    *Error
 	)
-	// visit refuses what cannot be fenced; pgtree.Writes lists the writes.
+	// visit refuses the protected writes that cannot be fenced at all; pgtree.Writes
+	// lists the writes. Everything else a statement may do was judged by admit.
 	visit := func(m protoreflect.Message, _ string) bool {
 		if err != nil {
 			return false
@@ -105,47 +106,14 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 				err = refuse(t, "COPY FROM cannot be fenced",
 					"insert the rows with INSERT … VALUES or INSERT … SELECT FROM unnest($1::…[]) under an epoch")
 			}
-		case *pg.PrepareStmt:
-			if hasProtectedWrite(p, s.Query) {
-				err = refuse(tableOf(p, s.Query), "PREPARE … AS a write to a protected table cannot bind an epoch at EXECUTE",
-					"prepare through database/sql (db.PrepareContext): sqlfence fences prepared statements itself")
-			}
-			return false
-		case *pg.DoStmt:
-			err = doBlock(p, s)
-			return false
-		case *pg.CallStmt:
-			if fn := s.GetFunccall(); fn != nil && p.MatchFunction(pgtree.FuncName(fn.Funcname)) {
-				err = refuse(nil, "CALL of "+nameOf(fn.Funcname)+", which the policy lists as writing protected tables",
-					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
-			}
-		case *pg.FuncCall:
-			if p.MatchFunction(pgtree.FuncName(s.Funcname)) {
-				err = refuse(nil, "call of "+nameOf(s.Funcname)+", which the policy lists as writing protected tables",
-					"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
-			}
-			if nameOf(s.Funcname) == "set_config" || nameOf(s.Funcname) == "pg_catalog.set_config" {
-				if len(s.Args) == 0 || !isSafeSetting(s.Args[0].GetAConst().GetSval().GetSval()) {
-					err = refuseSetting()
-				}
-			}
-		case *pg.VariableSetStmt:
-			if s.Name == standardStrings && !setsOn(s) {
-				err = refuseSetting()
-			}
-		case *pg.RuleStmt, *pg.CreateFunctionStmt:
-			// Their bodies write later, inside the database, where no epoch reaches.
-			if t := tableIn(p, m); t != nil {
-				err = refuse(t, "a rule or function body that writes a protected table runs without the fence",
-					"create it outside the driver (in a migration) and install the database-side guard (sqlfence guard)")
-			}
-			return false
 		}
 		return err == nil
 	}
 	for _, s := range tree.Stmts {
 		for _, w := range pgtree.Writes(s.ProtoReflect(), visit) {
-			if t := match(p, w.Relation); t != nil {
+			// A deferred write (a rule or routine body created with ddl: allow) runs
+			// later, where no epoch reaches; admitDDL judged it.
+			if t := match(p, w.Relation); t != nil && w.In == "" {
 				writes = append(writes, protectedWrite{node: w.Node, table: t})
 			}
 		}

@@ -1,3 +1,3 @@
 DO $$ BEGIN EXECUTE 'DELETE FROM inventory'; END $$
 ---- sent ----
-REFUSED: sqlfence: refused: table inventory: a DO block builds SQL text that names a protected table (dynamic EXECUTE cannot be fenced); run the write as a plain statement under sqlfence.WithEpoch
+REFUSED: sqlfence: refused: a DO block runs dynamic SQL (EXECUTE), which sqlfence cannot read; write the statements out in the body, or run them as plain statements through the driver

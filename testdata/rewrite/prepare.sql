@@ -1,3 +1,3 @@
 PREPARE p AS UPDATE inventory SET quantity = $1
 ---- sent ----
-REFUSED: sqlfence: refused: table inventory: PREPARE … AS a write to a protected table cannot bind an epoch at EXECUTE; prepare through database/sql (db.PrepareContext): sqlfence fences prepared statements itself
+REFUSED: sqlfence: refused: SQL-level PREPARE and EXECUTE are not run on a fenced connection: EXECUTE runs a statement sqlfence cannot see, with parameters it does not bind; prepare through database/sql (db.PrepareContext); drivers prepare at the protocol level, where sqlfence fences the statement

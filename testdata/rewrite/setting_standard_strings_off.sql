@@ -1,3 +1,3 @@
 SET standard_conforming_strings = off
 ---- sent ----
-REFUSED: sqlfence: refused: changing standard_conforming_strings would let the server read statements differently from sqlfence; leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings
+REFUSED: sqlfence: refused: SET of standard_conforming_strings is not run on a fenced connection: with it off the server reads a backslash inside '…' as an escape, and reads statements differently from sqlfence; leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings

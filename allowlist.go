@@ -1,0 +1,111 @@
+// The allowlist: on a fenced connection a statement runs only when sqlfence can say
+// what it does to protected tables. Reads, fenced or provably unprotected DML,
+// transaction control, a list of settings, and a few session statements pass;
+// everything else is refused with what to do instead. Writes to protected tables are
+// then found (writes.go) and fenced (rewrite*.go).
+
+package sqlfence
+
+import (
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+)
+
+// admit checks every statement of a parsed text against the allowlist.
+func admit(p *Policy, tree *pg.ParseResult) *Error {
+	for _, raw := range tree.Stmts {
+		if e := admitStatement(p, raw.Stmt); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// admitStatement judges one statement, at the top of a text or inside a routine body.
+func admitStatement(p *Policy, n *pg.Node) *Error {
+	if n == nil {
+		return nil
+	}
+	switch s := n.Node.(type) {
+	case *pg.Node_SelectStmt, *pg.Node_InsertStmt, *pg.Node_UpdateStmt, *pg.Node_DeleteStmt, *pg.Node_MergeStmt,
+		*pg.Node_ReturnStmt, *pg.Node_CreateTableAsStmt:
+		if _, ok := s.(*pg.Node_CreateTableAsStmt); ok && !p.AllowDDL {
+			return refuseDDL("CREATE TABLE AS")
+		}
+		for _, w := range pgtree.Writes(n.ProtoReflect(), nil) {
+			if w.Relation != nil && systemRelation(w.Relation) {
+				return refuse(nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection (UPDATE pg_settings changes settings)",
+					"change settings with SET, outside the driver if sqlfence refuses it")
+			}
+		}
+		return admitCalls(p, n.ProtoReflect())
+	case *pg.Node_ExplainStmt:
+		if pgtree.ExplainAnalyze(s.ExplainStmt) {
+			return admitStatement(p, s.ExplainStmt.Query)
+		}
+		return nil // plans the statement without running it
+	case *pg.Node_TransactionStmt, *pg.Node_VariableShowStmt, *pg.Node_ListenStmt, *pg.Node_UnlistenStmt,
+		*pg.Node_NotifyStmt, *pg.Node_DiscardStmt, *pg.Node_DeallocateStmt, *pg.Node_LockStmt,
+		*pg.Node_FetchStmt, *pg.Node_ClosePortalStmt, *pg.Node_ConstraintsSetStmt:
+		return nil
+	case *pg.Node_DeclareCursorStmt:
+		return admitStatement(p, s.DeclareCursorStmt.Query)
+	case *pg.Node_VariableSetStmt:
+		return admitSetting(s.VariableSetStmt)
+	case *pg.Node_CopyStmt:
+		c := s.CopyStmt
+		if c.Filename != "" || c.IsProgram {
+			return refuse(nil, "COPY to or from a server file or program is not run on a fenced connection",
+				"use COPY … FROM STDIN / TO STDOUT")
+		}
+		if c.Query != nil {
+			return admitStatement(p, c.Query)
+		}
+		return admitCalls(p, n.ProtoReflect()) // a WHERE on COPY FROM
+	case *pg.Node_TruncateStmt:
+		if s.TruncateStmt.Behavior == pg.DropBehavior_DROP_CASCADE {
+			return refuse(nil, "TRUNCATE … CASCADE empties every table with a foreign key to the named ones, protected tables among them",
+				"truncate the tables by name, or delete the rows with DELETE under an epoch")
+		}
+		return nil // of a protected table: refused by findWrites
+	case *pg.Node_DoStmt:
+		return judgeDo(p, s.DoStmt)
+	case *pg.Node_CallStmt:
+		fc := s.CallStmt.GetFunccall()
+		if fc == nil {
+			return refuse(nil, "a CALL sqlfence cannot read", "call procedures by name")
+		}
+		if e := judgeCall(p, fc.Funcname, fc.Args, "CALL"); e != nil {
+			return e
+		}
+		return admitCalls(p, n.ProtoReflect())
+	case *pg.Node_PrepareStmt, *pg.Node_ExecuteStmt:
+		return refuse(nil, "SQL-level PREPARE and EXECUTE are not run on a fenced connection: EXECUTE runs a statement sqlfence cannot see, with parameters it does not bind",
+			"prepare through database/sql (db.PrepareContext); drivers prepare at the protocol level, where sqlfence fences the statement")
+	}
+	if !p.AllowDDL {
+		return refuseDDL(statementKind(n))
+	}
+	return admitDDL(p, n)
+}
+
+// refuseDDL is the refusal for DDL under ddl: deny.
+func refuseDDL(kind string) *Error {
+	return refuse(nil, kind+" is not run on a fenced connection: the policy does not allow DDL (ddl: deny, the default)",
+		"run migrations outside the driver, or set `ddl: allow` in the policy for programs that migrate through the same handle")
+}
+
+// statementKind names a statement's node type for messages: "CreateStmt" reads
+// "CREATE TABLE and other DDL (CreateStmt)".
+func statementKind(n *pg.Node) string {
+	name := string(n.ProtoReflect().WhichOneof(n.ProtoReflect().Descriptor().Oneofs().Get(0)).Name())
+	return "DDL and other statements outside the allowlist (" + name + ")"
+}
+
+func nameOfRangeVar(rv *pg.RangeVar) string {
+	if rv.Schemaname == "" {
+		return QualifiedName{Name: rv.Relname}.String()
+	}
+	return QualifiedName{Schema: rv.Schemaname, Name: rv.Relname}.String()
+}

@@ -1,0 +1,192 @@
+// Routine bodies: DO blocks, and the bodies of functions and procedures created
+// through the driver. Every statement and expression in a body is parsed and judged
+// like a statement of its own; a body that cannot be read is refused.
+
+package sqlfence
+
+import (
+	"encoding/json"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+)
+
+// judgeDo checks a DO block. A DO block has no parameters to carry an epoch, so a
+// write to a protected table inside it is refused, not fenced.
+func judgeDo(p *Policy, s *pg.DoStmt) *Error {
+	body, lang := "", "plpgsql"
+	for _, a := range s.Args {
+		d := a.GetDefElem()
+		switch {
+		case d == nil:
+		case d.Defname == "as":
+			body = d.Arg.GetString_().GetSval()
+		case d.Defname == "language":
+			lang = d.Arg.GetString_().GetSval()
+		}
+	}
+	if lang != "plpgsql" {
+		return refuse(nil, "a DO block in language "+lang+", which sqlfence cannot read",
+			"run the statements as plain statements through the driver")
+	}
+	tag := "$sqlfence_do$"
+	for strings.Contains(body, tag) {
+		tag = "$x" + tag[1:]
+	}
+	return judgePlpgsql(p, "a DO block", body, "CREATE FUNCTION sqlfence_do() RETURNS void LANGUAGE plpgsql AS "+tag+body+tag)
+}
+
+// judgePlpgsql checks the PL/pgSQL routine body that the CREATE FUNCTION or CREATE
+// PROCEDURE statement create defines, with pg_query's PL/pgSQL parser. The PL/pgSQL
+// parser parses every expression in the body, so the body's own text is held to the
+// parser's structural bounds first: in create it is one string token they cannot see
+// into.
+func judgePlpgsql(p *Policy, what, body, create string) *Error {
+	unreadable := refuse(nil, what+" that sqlfence cannot read", "run the statements as plain statements through the driver")
+	if e := boundedText(body); e != nil {
+		e.Reason = what + ": " + e.Reason
+		return e
+	}
+	if e := boundedText(create); e != nil {
+		return e
+	}
+	out, err := pg.ParsePlPgSqlToJSON(create)
+	if err != nil {
+		unreadable.Reason += " (" + err.Error() + ")"
+		return unreadable
+	}
+	var tree any
+	if json.Unmarshal([]byte(out), &tree) != nil {
+		return unreadable
+	}
+	var result *Error
+	var visit func(v any)
+	visit = func(v any) {
+		if result != nil {
+			return
+		}
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				visit(e)
+			}
+		case map[string]any:
+			for k, e := range v {
+				switch k {
+				case "PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors":
+					result = refuse(nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
+						"write the statements out in the body, or run them as plain statements through the driver")
+					return
+				case "PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query":
+					if m, ok := e.(map[string]any); ok && m["dynquery"] != nil {
+						result = refuse(nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
+							"write the statements out in the body, or run them as plain statements through the driver")
+						return
+					}
+				case "PLpgSQL_expr":
+					m, _ := e.(map[string]any)
+					q, _ := m["query"].(string)
+					mode, _ := m["parseMode"].(float64)
+					result = judgeBodyText(p, what, plpgsqlStatement(q, int(mode)))
+					return
+				}
+				visit(e)
+			}
+		}
+	}
+	visit(tree)
+	return result
+}
+
+// plpgsqlStatement turns a PL/pgSQL expression into SQL the parser reads: a whole
+// statement (mode 0) as it is, an expression (mode 2) as a SELECT of it, an
+// assignment (modes 3 to 5, "target := expr") as a SELECT of its right-hand side.
+// "" means it cannot be read.
+func plpgsqlStatement(q string, mode int) string {
+	switch mode {
+	case 0:
+		return q
+	case 1, 2:
+		return "SELECT " + q
+	case 3, 4, 5:
+		scan, err := pg.Scan(q)
+		if err != nil {
+			return ""
+		}
+		for _, t := range scan.Tokens {
+			if t.Token == pg.Token_COLON_EQUALS || t.Token == pg.Token_ASCII_61 {
+				return "SELECT " + q[t.End:]
+			}
+		}
+	}
+	return ""
+}
+
+// judgeBodyText judges one statement of a routine body: admitted like a statement
+// sent through the driver, and writing neither a protected table (no epoch reaches a
+// body) nor a claim table.
+func judgeBodyText(p *Policy, what, q string) *Error {
+	if q == "" {
+		return refuse(nil, what+" holds an expression sqlfence cannot read", "run the statements as plain statements through the driver")
+	}
+	tree, e := parseBounded(q)
+	if e != nil {
+		e.Reason = what + ": " + e.Reason
+		return e
+	}
+	for _, raw := range tree.Stmts {
+		if e := admitStatement(p, raw.Stmt); e != nil {
+			e.Reason = what + ": " + e.Reason
+			return e
+		}
+	}
+	writes, e := findWrites(p, tree)
+	if e != nil {
+		return e
+	}
+	if len(writes) > 0 {
+		return refuse(writes[0].table, what+" writes the protected table, and no epoch reaches inside it",
+			"run the write as a plain statement under sqlfence.WithEpoch")
+	}
+	if c := claimWrite(p, tree); c != nil {
+		return refuse(nil, what+" writes the claim table "+c.QualifiedName.String(),
+			"claim jobs with the helpers in github.com/sqlfence/sqlfence/claim")
+	}
+	return nil
+}
+
+// judgeSQLBody judges the body of a LANGUAGE sql routine given as a string.
+func judgeSQLBody(p *Policy, what, body string) *Error {
+	return judgeBodyText(p, what, body)
+}
+
+// boundedText refuses text the parser must not see: larger than the parser's bound,
+// unscannable, or past the structural bounds (pgtree.Bounds) that keep the C parser
+// from exhausting its stack.
+func boundedText(text string) *Error {
+	if len(text) > maxStatementBytes {
+		return refuse(nil, "a statement or body of more than the 1 MiB sqlfence parses", "split it")
+	}
+	scan, err := pg.Scan(text)
+	if err != nil {
+		return refuse(nil, "cannot read the text: "+err.Error(), "fix the SQL syntax; sqlfence never sends what it cannot read")
+	}
+	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
+		return refuse(nil, "the text is too deeply nested for sqlfence to parse safely ("+msg+")", "split it into simpler statements")
+	}
+	return nil
+}
+
+// parseBounded parses text after boundedText has checked it.
+func parseBounded(text string) (*pg.ParseResult, *Error) {
+	if e := boundedText(text); e != nil {
+		return nil, e
+	}
+	tree, err := pg.Parse(text)
+	if err != nil {
+		return nil, refuse(nil, "cannot parse: "+err.Error(), "fix the SQL syntax; sqlfence never sends what it cannot read")
+	}
+	return tree, nil
+}

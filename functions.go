@@ -1,0 +1,93 @@
+// Functions by what they can do: which calls a fenced connection runs.
+
+package sqlfence
+
+import (
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/pgfunc"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+)
+
+// admitCalls judges every function call anywhere under root.
+func admitCalls(p *Policy, root protoreflect.Message) *Error {
+	var err *Error
+	pgtree.Walk(root, func(m protoreflect.Message) bool {
+		if err != nil {
+			return false
+		}
+		if fc, ok := m.Interface().(*pg.FuncCall); ok {
+			err = judgeCall(p, fc.Funcname, fc.Args, "call")
+		}
+		return err == nil
+	})
+	return err
+}
+
+// judgeCall decides whether a call of the function or procedure name may run on a
+// fenced connection. A function can write anything, and no epoch reaches inside it,
+// so a call passes only when sqlfence can tell it writes no protected table: a
+// built-in that cannot (PostgreSQL forbids STABLE and IMMUTABLE functions to write;
+// the volatile built-ins are reviewed one by one), or a function the policy declares
+// safe. how is "call" or "CALL", for messages.
+func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
+	schema, fn := pgtree.FuncName(name)
+	shown := nameOf(name)
+	if fn == "" {
+		return refuse(nil, how+" of a function sqlfence cannot name", "call functions by name")
+	}
+	if p.MatchFunction(schema, fn) {
+		return refuse(nil, how+" of "+shown+", which the policy lists as writing protected tables",
+			"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
+	}
+	if p.matchSafeFunction(schema, fn) {
+		return nil
+	}
+	if schema == "" || schema == "pg_catalog" {
+		switch {
+		case fn == "set_config":
+			return admitSetConfig(args)
+		case pgfunc.RunsQueryText(fn):
+			return refuse(nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
+				"run the query itself through the driver")
+		}
+		if v, ok := pgfunc.Builtin(fn); ok {
+			if v != pgfunc.Volatile || pgfunc.HarmlessVolatile(fn) {
+				return nil
+			}
+			return refuse(nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
+				"call it outside the driver (a separate connection without sqlfence)")
+		}
+	}
+	return refuse(nil, how+" of "+shown+": sqlfence cannot tell whether it writes a protected table (no epoch reaches inside a function)",
+		"if it writes no protected table, list it under safe_functions: in the policy; if it does, write those tables with plain statements under an epoch")
+}
+
+// matchSafeFunction reports whether a call certainly reaches a function the policy
+// declares safe. An unqualified call may resolve to any schema on the search path, so
+// only an unqualified entry covers it; a qualified call is covered by an entry with
+// that schema or an unqualified one.
+func (p *Policy) matchSafeFunction(schema, name string) bool {
+	for _, f := range p.SafeFunctions {
+		if f.Name == name && (f.Schema == "" || f.Schema == schema) {
+			return true
+		}
+	}
+	return false
+}
+
+// systemRelation reports whether a written relation may be a system catalog or view:
+// pg_settings is a view whose update rule calls set_config, so UPDATE pg_settings
+// changes settings.
+func systemRelation(rv *pg.RangeVar) bool {
+	switch rv.Schemaname {
+	case "pg_catalog", "information_schema":
+		return true
+	case "":
+		return strings.HasPrefix(rv.Relname, "pg_")
+	}
+	return false
+}
