@@ -132,10 +132,6 @@ func match(p *Policy, rv *pg.RangeVar) *Table {
 	return t
 }
 
-func hasProtectedWrite(p *Policy, n *pg.Node) bool { return tableOf(p, n) != nil }
-
-func tableOf(p *Policy, n *pg.Node) *Table { return tableIn(p, n.ProtoReflect()) }
-
 // tableIn returns the first protected table written anywhere under root, deferred
 // bodies included.
 func tableIn(p *Policy, root protoreflect.Message) *Table {

@@ -95,7 +95,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		res.Files++
-		checkSQLFile(p, src, pol, res)
+		checkSQLFile(p, src, sqlFilePolicy(pol), res)
 	}
 	checkGoFiles(goFiles, pol, res)
 	sortFindings(res.Findings)

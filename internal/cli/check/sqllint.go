@@ -11,13 +11,41 @@ import (
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
+// sqlFilePolicy is the policy .sql files are judged under. They run outside the
+// driver, as migrations do, so DDL is allowed; DDL that moves the fence's ground
+// (renaming a protected table, a cascading key into one) is still refused, and a
+// finding.
+func sqlFilePolicy(pol *sqlfence.Policy) *sqlfence.Policy {
+	p := *pol
+	p.AllowDDL = true
+	return &p
+}
+
+// outsideDriverFinding reports whether the driver's refusal of a statement that writes
+// no protected table directly matters in a file run outside the driver. What a fenced
+// connection refuses for its own sake (settings, calls it cannot see into, SQL-level
+// PREPARE) does not; what concerns a protected table (a DO block or routine that writes
+// one, dynamic SQL naming one, DDL that moves the fence's ground) does.
+func outsideDriverFinding(pol *sqlfence.Policy, err error, text string) bool {
+	if table, _ := refusal(err); table != "" {
+		return true
+	}
+	lower := strings.ToLower(text)
+	for _, t := range pol.Tables {
+		if strings.Contains(lower, strings.ToLower(t.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // lintStatement decides whether one statement of a SQL file is a finding. stmtText
 // is the statement's text, for the driver's own verdict (Policy.Plan).
 func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (finding, bool) {
 	plan := pol.Plan(stmtText)
 	writes, opaque := protectedWrites(pol, stmt)
 	if len(writes) == 0 {
-		if plan.Err == nil {
+		if plan.Err == nil || opaque == "" && !outsideDriverFinding(pol, plan.Err, stmtText) {
 			return finding{}, false
 		}
 		table, msg := refusal(plan.Err)
