@@ -148,9 +148,8 @@ func (c *cache) hit(e *cacheEntry) {
 // a microbenchmark: between two statements the connection waited on the network and
 // the server ran on the same CPUs, so hashing the text and walking the map's nodes
 // miss the CPU caches. A connection mostly runs a handful of statements over and over
-// (a handler's loop, a worker's claim query), with the same string each time, and
-// comparing a string with itself is a pointer comparison on memory the connection
-// owns. database/sql never uses a driver connection from two goroutines at once, so
+// (a handler's loop, a worker's claim query), and comparing with a few remembered
+// keys is cheap on memory the connection touched last. database/sql never uses a driver connection from two goroutines at once, so
 // the memo needs no lock.
 //
 // It remembers entries, not just decisions, so that its hits still count in the
@@ -179,11 +178,16 @@ func (m *decisionMemo) lookup(query string) *cacheEntry {
 	return nil
 }
 
-func (m *decisionMemo) remember(query string, e *cacheEntry) {
+// remember keeps e under its own key, the cache's copy of the text, never the
+// caller's string: a program may build the text in a buffer it reuses (unsafe.String),
+// and a remembered string whose bytes change under it would hand the next statement
+// in that buffer the old statement's decision. Comparing with the cache's copy costs
+// a comparison of the bytes instead of a pointer check.
+func (m *decisionMemo) remember(e *cacheEntry) {
 	if e.size > memoMaxEntryBytes {
 		return
 	}
-	m.queries[m.next], m.entries[m.next] = query, e
+	m.queries[m.next], m.entries[m.next] = e.key, e
 	m.next = (m.next + 1) % memoSlots
 }
 

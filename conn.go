@@ -71,12 +71,12 @@ func (c *conn) lookup(query string) *decision {
 		return e.d
 	}
 	if e, ok := ca.lookup(query); ok {
-		c.memo.remember(query, e)
+		c.memo.remember(e)
 		return e.d
 	}
 	d := analyze(c.enf.policy, query)
 	if e := ca.put(query, d); e != nil {
-		c.memo.remember(query, e)
+		c.memo.remember(e)
 	}
 	return d
 }
@@ -174,6 +174,9 @@ func (c *conn) IsValid() bool {
 // CheckNamedValue lets pgx accept its own argument types ([]string, pgtype values,
 // QueryExecMode) exactly as it would without sqlfence.
 func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if err := c.enf.checkRewriter(nv); err != nil {
+		return err
+	}
 	if n, ok := c.inner.(driver.NamedValueChecker); ok {
 		return n.CheckNamedValue(nv)
 	}

@@ -9,6 +9,8 @@
 package sqlfence
 
 import (
+	"sync"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -330,7 +332,7 @@ func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
 	case lang == "sql":
 		return judgeSQLBody(p, what, body)
 	case lang == "plpgsql":
-		text, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: n}}})
+		text, err := pg.Deparse(&pg.ParseResult{Version: parserVersion(), Stmts: []*pg.RawStmt{{Stmt: n}}})
 		if err != nil {
 			return refuse(nil, what+" cannot be read back", "create it as a migration outside the driver")
 		}
@@ -366,3 +368,10 @@ func judgeBodyNode(p *Policy, what string, n *pg.Node) *Error {
 	}
 	return nil
 }
+
+// parserVersion is the PostgreSQL version number pg_query's parser stamps on its trees,
+// which Deparse checks.
+var parserVersion = sync.OnceValue(func() int32 {
+	s, _ := pg.Scan("")
+	return s.GetVersion()
+})

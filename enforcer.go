@@ -105,6 +105,24 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 	return c, nil
 }
 
+// checkRewriter refuses an argument that rewrites the SQL text (a pgx query rewriter,
+// pgx.NamedArgs among them): the text sent would not be the text sqlfence decided on.
+// database/sql asks every argument of every statement through CheckNamedValue before
+// the statement reaches the driver, so this holds for reads and unprotected writes too.
+func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
+	if _, ok := nv.Value.(pgx.QueryRewriter); !ok {
+		return nil
+	}
+	err := &Error{Kind: ErrRefused,
+		Reason: "an argument that rewrites the SQL text (a pgx query rewriter such as pgx.NamedArgs): the text sent would not be the text sqlfence checked",
+		Fix:    "use positional $n parameters"}
+	if f.policy.Enforce == EnforceShadow {
+		f.log.Warn("sqlfence shadow: would fail", "error", err.Error())
+		return nil
+	}
+	return err
+}
+
 func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) error {
 	e := &Error{Kind: ErrUnfenced, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",

@@ -100,6 +100,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 // CheckNamedValue forwards to the statement, then the connection, as database/sql
 // itself would look for a checker if sqlfence were not in between.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if err := s.conn.enf.checkRewriter(nv); err != nil {
+		return err
+	}
 	if n, ok := s.inner.(driver.NamedValueChecker); ok {
 		return n.CheckNamedValue(nv)
 	}
