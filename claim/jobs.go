@@ -165,7 +165,8 @@ func sequenceDDL(seq name) string {
 // Schema returns DDL that creates the jobs table (with the configured names)
 // and, for GlobalEpoch, the sequence; it does nothing to objects that exist.
 // Add the job's payload columns to the table, or give the configured columns
-// to an existing table.
+// to an existing table. Run it as a migration, or through a handle without sqlfence:
+// a fenced connection refuses DDL unless the policy says `ddl: allow`.
 func (j *Jobs) Schema() string { return j.schema }
 
 // Table returns the jobs table's name as PostgreSQL resolves it.
