@@ -33,6 +33,9 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		if _, ok := s.(*pg.Node_CreateTableAsStmt); ok && !p.AllowDDL {
 			return refuseDDL("CREATE TABLE AS")
 		}
+		if sel := n.GetSelectStmt(); sel != nil && sel.IntoClause != nil && !p.AllowDDL {
+			return refuseDDL("SELECT … INTO (it creates a table)")
+		}
 		for _, w := range pgtree.Writes(n.ProtoReflect(), nil) {
 			if w.Relation != nil && systemRelation(w.Relation) {
 				return refuse(nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection (UPDATE pg_settings changes settings)",

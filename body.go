@@ -101,14 +101,17 @@ func judgePlpgsql(p *Policy, what, body, create string) *Error {
 }
 
 // plpgsqlStatement turns a PL/pgSQL expression into SQL the parser reads: a whole
-// statement (mode 0) as it is, an expression (mode 2) as a SELECT of it, an
+// statement (mode 0) as it is, a type name (mode 1) as a cast to it, an expression
+// (mode 2) as a SELECT of it, an
 // assignment (modes 3 to 5, "target := expr") as a SELECT of its right-hand side.
 // "" means it cannot be read.
 func plpgsqlStatement(q string, mode int) string {
 	switch mode {
 	case 0:
 		return q
-	case 1, 2:
+	case 1:
+		return "SELECT NULL::" + q // a type name
+	case 2:
 		return "SELECT " + q
 	case 3, 4, 5:
 		scan, err := pg.Scan(q)
