@@ -93,17 +93,18 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 	return admitDDL(p, n)
 }
 
-// refuseDDL is the refusal for DDL under ddl: deny.
+// refuseDDL is the refusal for DDL, and statements outside the allowlist, under
+// ddl: deny.
 func refuseDDL(kind string) *Error {
-	return refuse(nil, kind+" is not run on a fenced connection: the policy does not allow DDL (ddl: deny, the default)",
+	return refuse(nil, kind+" is not run on a fenced connection: it is DDL or outside the allowlist, and the policy does not allow DDL (ddl: deny, the default)",
 		"run migrations outside the driver, or set `ddl: allow` in the policy for programs that migrate through the same handle")
 }
 
-// statementKind names a statement's node type for messages: "CreateStmt" reads
-// "CREATE TABLE and other DDL (CreateStmt)".
+// statementKind names a statement by its parse-tree node for messages:
+// "the statement (create_stmt)".
 func statementKind(n *pg.Node) string {
-	name := string(n.ProtoReflect().WhichOneof(n.ProtoReflect().Descriptor().Oneofs().Get(0)).Name())
-	return "DDL and other statements outside the allowlist (" + name + ")"
+	m := n.ProtoReflect()
+	return "the statement (" + string(m.WhichOneof(m.Descriptor().Oneofs().Get(0)).Name()) + ")"
 }
 
 func nameOfRangeVar(rv *pg.RangeVar) string {
