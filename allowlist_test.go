@@ -75,6 +75,9 @@ func TestAllowlist(t *testing.T) {
 		{"SET sqlfence.fenced = off", "sqlfence.fenced", ""},
 		{"SELECT set_config('client_encoding', 'BIG5', false)", "client_encoding", ""},
 		{"SELECT set_config($1, 'off', false)", "not a literal", ""},
+		{"SELECT set_config('standard_conforming_strings', 'on', false)", "pass", ""},
+		{"SELECT set_config('client_encoding', 'UTF8', false)", "pass", ""},
+		{"SELECT set_config('standard_conforming_strings', $1, false)", "standard_conforming_strings", ""},
 		{"UPDATE pg_settings SET setting = 'off' WHERE name = 'standard_conforming_strings'", "pg_settings", ""},
 		{"UPDATE pg_catalog.pg_settings SET setting = 'SJIS' WHERE name = 'client_encoding'", "pg_settings", ""},
 		// SQL-level prepared statements.

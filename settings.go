@@ -142,5 +142,11 @@ func admitSetConfig(args []*pg.Node) *Error {
 	if settingAllowed(name) {
 		return nil
 	}
+	if len(args) > 1 {
+		if v := args[1].GetAConst(); v != nil && setsPinnedValue(&pg.VariableSetStmt{
+			Kind: pg.VariableSetKind_VAR_SET_VALUE, Name: strings.ToLower(name), Args: []*pg.Node{args[1]}}) {
+			return nil // the value the driver pins at connect: a no-op
+		}
+	}
 	return refuseSetting(name, "set_config")
 }
