@@ -1366,14 +1366,6 @@ type atkCaseResult struct {
 	runs []atkRunResult
 }
 
-func (r atkCaseResult) violated() bool {
-	for _, run := range r.runs {
-		if len(run.violations) > 0 {
-			return true
-		}
-	}
-	return false
-}
 
 func atkRun(pool *atkPool, c *atkCase, epoch int64) (res atkRunResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,6 +14,23 @@ type conn struct {
 	inner driver.Conn
 	enf   *enforcer
 	memo  decisionMemo // the last decisions this connection looked up (cache.go)
+
+	// params reports the server's settings (pgx only, else nil); broken is set once a
+	// pinned setting changed, and the connection is then never used again.
+	params parameterReporter
+	broken *Error
+}
+
+// usable checks, before each statement, that the server still reads text as sqlfence
+// parses it (pinned.go).
+func (c *conn) usable() error {
+	if c.broken == nil && c.params != nil {
+		c.broken = checkPinned(c.params)
+	}
+	if c.broken != nil {
+		return c.broken
+	}
+	return nil
 }
 
 var (
@@ -33,6 +50,9 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	d := c.lookup(query)
 	send := query
 	switch {
@@ -105,6 +125,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	execer, ok := c.inner.(driver.ExecerContext)
 	if !ok {
 		// database/sql then prepares the statement, and PrepareContext fences it.
@@ -131,6 +154,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	queryer, ok := c.inner.(driver.QueryerContext)
 	if !ok {
 		return nil, driver.ErrSkip
@@ -158,6 +184,9 @@ func (c *conn) Ping(ctx context.Context) error {
 }
 
 func (c *conn) ResetSession(ctx context.Context) error {
+	if c.broken != nil {
+		return driver.ErrBadConn // discard it: its session reads text differently
+	}
 	if r, ok := c.inner.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}
@@ -165,6 +194,9 @@ func (c *conn) ResetSession(ctx context.Context) error {
 }
 
 func (c *conn) IsValid() bool {
+	if c.broken != nil {
+		return false
+	}
 	if v, ok := c.inner.(driver.Validator); ok {
 		return v.IsValid()
 	}

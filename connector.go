@@ -97,7 +97,12 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	return &conn{inner: ic, enf: f}, nil
+	cn := &conn{inner: ic, enf: f, params: reporterOf(ic)}
+	if err := checkPinned(cn.params); err != nil {
+		ic.Close()
+		return nil, err
+	}
+	return cn, nil
 }
 
 // resolve extends the policy from the catalog once, before any connection is handed

@@ -57,6 +57,9 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.conn.usable(); err != nil {
+		return nil, err
+	}
 	c, err := s.bind(ctx, args)
 	if err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.conn.usable(); err != nil {
+		return nil, err
+	}
 	c, err := s.bind(ctx, args)
 	if err != nil {
 		return nil, err

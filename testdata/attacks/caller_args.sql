@@ -15,7 +15,6 @@
 
 --! name: reused-buffer-read-then-delete
 --! class: caller-args
---! known_hole: caller memory: the per-connection decision memo keeps the caller's string, so bytes changed behind it reuse an old pass decision
 --! exec reuse=q
 SELECT sku FROM inventory WHERE sku = 'a'
 --! exec reuse=q
@@ -23,7 +22,6 @@ DELETE FROM inventory WHERE sku = 'a'
 
 --! name: reused-buffer-select-then-update
 --! class: caller-args
---! known_hole: caller memory: the per-connection decision memo keeps the caller's string, so bytes changed behind it reuse an old pass decision
 --! exec reuse=q
 SELECT 1
 --! exec reuse=q
@@ -31,7 +29,6 @@ UPDATE inventory SET quantity = 0
 
 --! name: reused-buffer-query-path
 --! class: caller-args
---! known_hole: caller memory: the per-connection decision memo keeps the caller's string, so bytes changed behind it reuse an old pass decision
 --! query reuse=q
 SELECT count(*) FROM staging
 --! query reuse=q
@@ -39,7 +36,6 @@ DELETE FROM inventory RETURNING sku
 
 --! name: reused-buffer-prepare-path
 --! class: caller-args
---! known_hole: caller memory: the per-connection decision memo keeps the caller's string, so bytes changed behind it reuse an old pass decision
 --! prepare run reuse=q
 SELECT count(*) FROM staging
 --! prepare run reuse=q
@@ -47,7 +43,6 @@ UPDATE billing.invoices SET total = 0
 
 --! name: reused-buffer-then-truncate
 --! class: caller-args
---! known_hole: caller memory: the per-connection decision memo keeps the caller's string, so bytes changed behind it reuse an old pass decision
 --! exec reuse=q
 SELECT now()
 --! exec reuse=q
@@ -55,7 +50,6 @@ TRUNCATE inventory
 
 --! name: reused-buffer-then-multi-statement
 --! class: caller-args
---! known_hole: caller memory: the per-connection decision memo keeps the caller's string, so bytes changed behind it reuse an old pass decision
 --! exec reuse=q
 SELECT 1
 --! exec reuse=q
@@ -80,7 +74,6 @@ DELETE FROM inventory WHERE sku = 'a'
 
 --! name: rewriter-select-to-delete
 --! class: caller-args
---! known_hole: query rewriter: a pgx.QueryRewriter argument on a pass-through statement replaces the text after sqlfence decided it
 --! exec rewrite
 SELECT 1
 --! to
@@ -88,7 +81,6 @@ DELETE FROM inventory WHERE sku = 'a'
 
 --! name: rewriter-read-of-protected-to-update
 --! class: caller-args
---! known_hole: query rewriter: a pgx.QueryRewriter argument on a pass-through statement replaces the text after sqlfence decided it
 --! query rewrite
 SELECT count(*) FROM inventory
 --! to
@@ -96,7 +88,6 @@ UPDATE inventory SET quantity = 0 RETURNING sku
 
 --! name: rewriter-to-multi-statement
 --! class: caller-args
---! known_hole: query rewriter: a pgx.QueryRewriter argument on a pass-through statement replaces the text after sqlfence decided it
 --! exec rewrite
 SELECT 1
 --! to

@@ -114,7 +114,6 @@ DELETE FROM everything WHERE sku = 'a'
 
 --! name: late-view
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a view created or renamed after the first connection
 --! policy: catalog
 --! exec
 CREATE VIEW late AS SELECT * FROM inventory
@@ -123,7 +122,6 @@ UPDATE late SET quantity = 0
 
 --! name: late-inheritance-child
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a child or partition added after the first connection brings unfenced rows
 --! policy: catalog
 --! note: the child's rows are rows of inventory; this one carries no epoch
 --! exec
@@ -133,7 +131,6 @@ INSERT INTO inventory_extra (sku, quantity) VALUES ('z', 1)
 
 --! name: late-inherit-table-with-rows
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a child or partition added after the first connection brings unfenced rows
 --! policy: catalog
 --! exec
 CREATE TABLE junk (LIKE inventory)
@@ -144,7 +141,6 @@ ALTER TABLE junk INHERIT inventory
 
 --! name: late-partition
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a child or partition added after the first connection brings unfenced rows
 --! policy: catalog
 --! setup
 DROP TABLE billing.invoices;
@@ -170,7 +166,6 @@ UPDATE billing.invoices_low SET total = 0
 
 --! name: late-attach-partition-with-rows
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a child or partition added after the first connection brings unfenced rows
 --! policy: catalog
 --! setup
 DROP TABLE billing.invoices;
@@ -186,7 +181,6 @@ ALTER TABLE billing.invoices ATTACH PARTITION billing.loot FOR VALUES FROM (100)
 
 --! name: detach-partition
 --! class: catalog-resolve
---! known_hole: resolve: catalog: DETACH/NO INHERIT through the driver removes protected rows
 --! policy: catalog
 --! setup
 DROP TABLE billing.invoices;
@@ -198,7 +192,6 @@ ALTER TABLE billing.invoices DETACH PARTITION billing.invoices_low
 
 --! name: renamed-resolved-view
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a view created or renamed after the first connection
 --! policy: catalog
 --! setup
 CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;

@@ -10,7 +10,6 @@
 
 --! name: rename-table-then-write
 --! class: ddl
---! known_hole: DDL through the driver: the protected table renamed, then written under its new name
 --! exec
 ALTER TABLE inventory RENAME TO stock
 --! exec
@@ -18,7 +17,6 @@ UPDATE stock SET quantity = 0
 
 --! name: rename-table-to-quoted-case
 --! class: ddl
---! known_hole: DDL through the driver: the protected table renamed, then written under its new name
 --! exec
 ALTER TABLE inventory RENAME TO "Inventory"
 --! exec
@@ -26,7 +24,6 @@ DELETE FROM "Inventory" WHERE sku = 'a'
 
 --! name: rename-table-and-put-decoy
 --! class: ddl
---! known_hole: DDL through the driver: the protected table renamed, then written under its new name
 --! exec
 ALTER TABLE inventory RENAME TO inventory_real
 --! exec
@@ -36,7 +33,6 @@ UPDATE inventory_real SET quantity = 0
 
 --! name: rename-schema-then-write
 --! class: ddl
---! known_hole: DDL through the driver: a qualified table moved out of its schema, then written
 --! exec
 ALTER SCHEMA billing RENAME TO ledger
 --! exec
@@ -44,7 +40,6 @@ UPDATE ledger.invoices SET total = 0
 
 --! name: set-schema-qualified-entry
 --! class: ddl
---! known_hole: DDL through the driver: a qualified table moved out of its schema, then written
 --! note: the policy names billing.invoices; public.invoices is another table to it
 --! exec
 ALTER TABLE billing.invoices SET SCHEMA public
@@ -63,7 +58,6 @@ UPDATE archive.inventory SET quantity = 0
 
 --! name: rename-epoch-column-add-fresh
 --! class: ddl
---! known_hole: DDL through the driver: the epoch column renamed and a fresh one added
 --! exec
 ALTER TABLE inventory RENAME COLUMN writer_epoch TO old_epoch
 --! exec
@@ -73,7 +67,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: inherit-into-unprotected-parent
 --! class: ddl
---! known_hole: DDL through the driver: the protected table made a child or partition of an unprotected one
 --! exec
 CREATE TABLE catalog_items (sku text, quantity int)
 --! exec
@@ -83,7 +76,6 @@ UPDATE catalog_items SET quantity = 0
 
 --! name: attach-as-partition-of-unprotected
 --! class: ddl
---! known_hole: DDL through the driver: the protected table made a child or partition of an unprotected one
 --! exec
 CREATE TABLE all_stock (sku text NOT NULL, quantity int NOT NULL, note text, writer_epoch bigint NOT NULL DEFAULT 0) PARTITION BY LIST (sku)
 --! exec
@@ -93,7 +85,6 @@ DELETE FROM all_stock WHERE sku = 'a'
 
 --! name: epoch-drop-not-null-then-null
 --! class: ddl
---! known_hole: DDL through the driver: ALTER COLUMN writer_epoch rewrites or weakens the epochs
 --! exec
 ALTER TABLE inventory ALTER COLUMN writer_epoch DROP NOT NULL
 --! exec
@@ -101,7 +92,6 @@ ALTER TABLE inventory ALTER COLUMN writer_epoch TYPE bigint USING NULL
 
 --! name: epoch-retype-int-then-write
 --! class: ddl
---! known_hole: DDL through the driver: ALTER COLUMN writer_epoch rewrites or weakens the epochs
 --! exec
 ALTER TABLE inventory ALTER COLUMN writer_epoch TYPE int USING writer_epoch - 5
 --! exec
@@ -109,26 +99,22 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: value-retype-using
 --! class: ddl
---! known_hole: DDL through the driver: ALTER COLUMN … TYPE … USING rewrites protected values
 --! note: DDL that rewrites values is sent untouched (README: "nothing" closes it)
 --! exec
 ALTER TABLE inventory ALTER COLUMN quantity TYPE int USING 0
 
 --! name: drop-epoch-column
 --! class: ddl
---! known_hole: DDL through the driver: DROP removes protected rows or their epochs
 --! exec
 ALTER TABLE inventory DROP COLUMN writer_epoch
 
 --! name: drop-table
 --! class: ddl
---! known_hole: DDL through the driver: DROP removes protected rows or their epochs
 --! exec
 DROP TABLE inventory CASCADE
 
 --! name: view-over-protected-then-write
 --! class: ddl
---! known_hole: DDL through the driver: a view put in front of the protected table, then written
 --! exec
 CREATE VIEW stock AS SELECT * FROM inventory
 --! exec
@@ -136,7 +122,6 @@ UPDATE stock SET quantity = 0
 
 --! name: trigger-on-protected-keeps-epoch
 --! class: ddl
---! known_hole: DDL through the driver: a BEFORE trigger on the protected table overrides the fenced epoch
 --! note: the fresh write lands, but the row keeps epoch 5, so a stale writer at 6 can still overwrite it
 --! exec
 CREATE FUNCTION keep_epoch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := OLD.writer_epoch; RETURN NEW; END $$
@@ -147,7 +132,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: trigger-on-protected-raises-epoch
 --! class: ddl
---! known_hole: DDL through the driver: a BEFORE trigger on the protected table overrides the fenced epoch
 --! exec
 CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := 1000000; RETURN NEW; END $$
 --! exec
@@ -157,7 +141,6 @@ INSERT INTO inventory (sku, quantity) VALUES ('z', 1)
 
 --! name: rule-on-protected-calls-writer
 --! class: ddl
---! known_hole: DDL through the driver: a rule on the protected table calls a writer function
 --! note: the rule's action runs for the rows the fenced UPDATE matches, and writes billing.invoices without an epoch
 --! setup
 CREATE FUNCTION wipe_invoices() RETURNS void LANGUAGE sql AS $$ UPDATE billing.invoices SET total = 0 $$;
@@ -176,7 +159,6 @@ INSERT INTO inventory (sku, quantity) VALUES ('a', 0)
 
 --! name: disable-trigger-guard
 --! class: ddl
---! known_hole: DDL through the driver: DISABLE TRIGGER switches off a defence; < rewired by search_path
 --! note: a migration installed a row trigger that rejects lowering an epoch; the session switches it off, then a stale write meets a rewired <
 --! setup
 CREATE FUNCTION no_lower() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.writer_epoch < OLD.writer_epoch THEN RAISE EXCEPTION 'epoch lowered'; END IF; RETURN NEW; END $$;
@@ -192,7 +174,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: replication-role-skips-triggers
 --! class: ddl
---! known_hole: setting: session_replication_role = replica switches triggers off; < rewired by search_path
 --! note: session_replication_role = replica skips ordinary triggers, the guard's included
 --! setup
 CREATE FUNCTION no_lower() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.writer_epoch < OLD.writer_epoch THEN RAISE EXCEPTION 'epoch lowered'; END IF; RETURN NEW; END $$;

@@ -12,7 +12,6 @@
 
 --! name: operator-public-before-pg-catalog
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true'
 --! exec
@@ -24,7 +23,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: operator-own-schema-first
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE SCHEMA evil
 --! exec
@@ -38,7 +36,6 @@ DELETE FROM inventory WHERE sku = 'a'
 
 --! name: operator-search-path-by-set-config
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true'
 --! exec
@@ -50,7 +47,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: operator-search-path-set-local
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true'
 --! exec
@@ -66,7 +62,6 @@ COMMIT
 
 --! name: operator-search-path-role-setting
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true'
 --! exec
@@ -79,7 +74,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: operator-and-search-path-from-migration
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! note: nothing but an ordinary write goes through the driver
 --! setup
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true';
@@ -90,7 +84,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: operator-user-schema
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE SCHEMA postgres
 --! exec
@@ -104,7 +97,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: operator-repeatable-le
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true'
 --! exec
@@ -116,7 +108,6 @@ UPDATE billing.invoices SET total = 0 WHERE id = 1
 
 --! name: operator-own-epoch-column
 --! class: fence-meaning
---! known_hole: fence meaning: the fence's < resolves through the session's search_path (pg_catalog listed after a user schema)
 --! exec
 CREATE FUNCTION public.always(bigint, bigint) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT true'
 --! exec
@@ -150,7 +141,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: domain-epoch-column-operator
 --! class: fence-meaning
---! known_hole: fence meaning: an epoch column of another type (domain, numeric) takes a user operator for <
 --! note: an exact match for (domain, bigint) beats the built-in operator that needs a coercion
 --! exec
 CREATE DOMAIN epoch_d AS bigint
@@ -165,7 +155,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: numeric-epoch-column-operator
 --! class: fence-meaning
---! known_hole: fence meaning: an epoch column of another type (domain, numeric) takes a user operator for <
 --! exec
 ALTER TABLE inventory ALTER COLUMN writer_epoch TYPE numeric
 --! exec
@@ -177,7 +166,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'b'
 
 --! name: domain-epoch-column-from-migration
 --! class: fence-meaning
---! known_hole: fence meaning: an epoch column of another type (domain, numeric) takes a user operator for <
 --! setup
 CREATE DOMAIN epoch_d AS bigint;
 ALTER TABLE inventory ALTER COLUMN writer_epoch TYPE epoch_d;
@@ -190,7 +178,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: text-epoch-column-implicit-cast
 --! class: fence-meaning
---! known_hole: fence meaning: the epoch column retyped to text (rows rewritten) with a custom implicit cast
 --! note: the epoch compared as text: '5' < '30' is false but '10' < '3' is true
 --! exec
 ALTER TABLE inventory ALTER COLUMN writer_epoch TYPE text
@@ -203,7 +190,6 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: catalog-edit-operator-code
 --! class: fence-meaning
---! known_hole: fence meaning: a superuser session edits pg_operator; UPDATE of a system catalog passes as an unprotected write
 --! note: a superuser session rewires the built-in bigint < to >=
 --! exec
 UPDATE pg_operator SET oprcode = 'int8ge'::regproc WHERE oid = '<(bigint,bigint)'::regoperator

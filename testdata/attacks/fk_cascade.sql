@@ -62,7 +62,6 @@ UPDATE notes SET n = 'y'
 
 --! name: truncate-parent-cascade
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE products (sku text PRIMARY KEY);
 INSERT INTO products SELECT sku FROM inventory;
@@ -104,7 +103,6 @@ DELETE FROM customers
 
 --! name: runtime-key-then-delete
 --! class: fk-cascade
---! known_hole: foreign-key action added through the driver, then set off by a write to the unprotected parent
 --! note: the key is added through the driver
 --! exec
 CREATE TABLE k (sku text PRIMARY KEY)
@@ -117,7 +115,6 @@ DELETE FROM k
 
 --! name: runtime-key-not-valid
 --! class: fk-cascade
---! known_hole: foreign-key action added through the driver, then set off by a write to the unprotected parent
 --! note: NOT VALID skips checking the existing rows, so the parent needs only the keys it deletes
 --! exec
 CREATE TABLE k (sku text PRIMARY KEY)
@@ -130,7 +127,6 @@ DELETE FROM k WHERE sku = 'b'
 
 --! name: runtime-key-update-cascade-reports
 --! class: fk-cascade
---! known_hole: foreign-key action added through the driver, then set off by a write to the unprotected parent
 --! exec
 CREATE TABLE bodies (body text PRIMARY KEY)
 --! exec
@@ -164,7 +160,6 @@ DELETE FROM epochs WHERE e = 5
 
 --! name: runtime-key-on-epoch-column
 --! class: fk-cascade
---! known_hole: foreign-key action added through the driver, then set off by a write to the unprotected parent
 --! exec
 CREATE TABLE epochs (e bigint PRIMARY KEY)
 --! exec

@@ -8,7 +8,6 @@
 
 --! name: sql-dollar-body-select
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0 $$
 --! exec
@@ -16,7 +15,6 @@ SELECT f()
 
 --! name: sql-quoted-body-select
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS void LANGUAGE sql AS 'DELETE FROM inventory WHERE sku = ''a'''
 --! exec
@@ -24,7 +22,6 @@ SELECT f()
 
 --! name: plpgsql-body
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; END $$
 --! exec
@@ -32,7 +29,6 @@ SELECT f()
 
 --! name: plpgsql-dynamic-sql-split-name
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'DELETE FROM ' || 'invent' || 'ory'; END $$
 --! exec
@@ -40,7 +36,6 @@ SELECT f()
 
 --! name: procedure-call
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE PROCEDURE p() LANGUAGE sql AS $$ DELETE FROM inventory WHERE sku = 'a' $$
 --! exec
@@ -48,7 +43,6 @@ CALL p()
 
 --! name: procedure-plpgsql-commit
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE PROCEDURE p() LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; COMMIT; END $$
 --! exec
@@ -56,7 +50,6 @@ CALL p()
 
 --! name: function-in-where
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS bool LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0 RETURNING true $$
 --! query
@@ -64,7 +57,6 @@ SELECT sku FROM staging WHERE f()
 
 --! name: function-in-order-by
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN DELETE FROM inventory WHERE sku = 'b'; RETURN 1; END $$
 --! query
@@ -72,7 +64,6 @@ SELECT sku FROM staging ORDER BY f()
 
 --! name: function-in-default
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS text LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN 'x'; END $$
 --! exec
@@ -82,7 +73,6 @@ INSERT INTO staging (sku) VALUES ('x')
 
 --! name: function-in-check
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f(s text) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN true; END $$
 --! exec
@@ -92,7 +82,6 @@ INSERT INTO audit VALUES ('x')
 
 --! name: function-in-view
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0 RETURNING 1 $$
 --! exec
@@ -102,7 +91,6 @@ SELECT * FROM v
 
 --! name: aggregate-state-function
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f(acc int, v int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN acc + v; END $$
 --! exec
@@ -112,7 +100,6 @@ SELECT total(q) FROM staging
 
 --! name: create-or-replace-harmless
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$
 --! exec
@@ -124,7 +111,6 @@ SELECT f()
 
 --! name: stable-function-calls-volatile
 --! class: function-body
---! known_hole: function body: a STABLE function calls a VOLATILE writer (PostgreSQL's read-only check does not follow calls)
 --! note: PostgreSQL's docs: a STABLE function's read-only check "is not a completely bulletproof test" — it may call a volatile function that writes
 --! exec
 CREATE FUNCTION w() RETURNS void LANGUAGE sql VOLATILE AS $$ UPDATE inventory SET quantity = 0 $$
@@ -135,7 +121,6 @@ SELECT s()
 
 --! name: immutable-generated-column
 --! class: function-body
---! known_hole: function body: an IMMUTABLE wrapper around a writer runs from a generated column or an index
 --! exec
 CREATE FUNCTION w(i int) RETURNS int LANGUAGE plpgsql VOLATILE AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN i; END $$
 --! exec
@@ -145,7 +130,6 @@ ALTER TABLE staging ADD COLUMN g int GENERATED ALWAYS AS (g(q)) STORED
 
 --! name: immutable-index-expression
 --! class: function-body
---! known_hole: function body: an IMMUTABLE wrapper around a writer runs from a generated column or an index
 --! exec
 CREATE FUNCTION w(i int) RETURNS int LANGUAGE plpgsql VOLATILE AS $$ BEGIN DELETE FROM inventory WHERE sku = 'a'; RETURN i; END $$
 --! exec
@@ -171,7 +155,6 @@ SELECT f()
 
 --! name: body-unicode-escaped-name
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS void LANGUAGE sql AS $$ UPDATE U&"\0069nventory" SET quantity = 0 $$
 --! exec
@@ -179,7 +162,6 @@ SELECT f()
 
 --! name: function-called-from-do-block
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f() RETURNS void LANGUAGE sql AS $$ UPDATE reports SET body = 'gone' $$
 --! exec
@@ -187,7 +169,6 @@ DO $$ BEGIN PERFORM f(); END $$
 
 --! name: function-through-lateral
 --! class: function-body
---! known_hole: function body: a string-literal body created through the driver writes the protected table when called
 --! exec
 CREATE FUNCTION f(s text) RETURNS bool LANGUAGE sql AS $$ DELETE FROM inventory WHERE sku = s RETURNING true $$
 --! query

@@ -9,7 +9,6 @@
 
 --! name: migration-function-select
 --! class: indirect-write
---! known_hole: indirect write: an unlisted function from a migration writes the protected table
 --! setup
 CREATE FUNCTION wipe_inventory() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0, note = 'wiped' $$;
 --! exec
@@ -17,7 +16,6 @@ SELECT wipe_inventory()
 
 --! name: migration-function-where
 --! class: indirect-write
---! known_hole: indirect write: an unlisted function from a migration writes the protected table
 --! setup
 CREATE FUNCTION wipe_bool() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN DELETE FROM inventory; RETURN true; END $$;
 --! query
@@ -25,7 +23,6 @@ SELECT sku FROM staging WHERE wipe_bool()
 
 --! name: migration-procedure-call
 --! class: indirect-write
---! known_hole: indirect write: an unlisted function from a migration writes the protected table
 --! setup
 CREATE PROCEDURE wipe_proc() LANGUAGE sql AS $$ UPDATE billing.invoices SET total = 0 $$;
 --! exec
@@ -49,7 +46,6 @@ SELECT recalc()
 
 --! name: listed-function-wrapper
 --! class: indirect-write
---! known_hole: indirect write: a wrapper function calls the listed billing.recalc
 --! setup
 CREATE FUNCTION billing.recalc() RETURNS void LANGUAGE sql AS $$ UPDATE billing.invoices SET total = 0 $$;
 --! exec
@@ -59,7 +55,6 @@ SELECT recompute()
 
 --! name: listed-function-migration-wrapper
 --! class: indirect-write
---! known_hole: indirect write: a wrapper function calls the listed billing.recalc
 --! setup
 CREATE FUNCTION billing.recalc() RETURNS void LANGUAGE sql AS $$ UPDATE billing.invoices SET total = 0 $$;
 CREATE FUNCTION public.nightly() RETURNS void LANGUAGE sql AS $$ SELECT billing.recalc() $$;
@@ -68,7 +63,6 @@ SELECT nightly()
 
 --! name: listed-function-operator
 --! class: indirect-write
---! known_hole: indirect write: an operator created through the driver calls the listed billing.recalc
 --! setup
 CREATE FUNCTION billing.recalc(a int, b int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE billing.invoices SET total = 0; RETURN true; END $$;
 --! exec
@@ -78,7 +72,6 @@ SELECT 1 ### 2
 
 --! name: operator-over-migration-writer
 --! class: indirect-write
---! known_hole: indirect write: an operator's function writes the protected table
 --! setup
 CREATE FUNCTION wipe_pair(a int, b int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN true; END $$;
 --! exec
@@ -88,7 +81,6 @@ SELECT sku FROM staging WHERE q <<>> 1
 
 --! name: rule-on-unprotected-calls-writer
 --! class: indirect-write
---! known_hole: indirect write: a rule on an unprotected table calls a writer function
 --! setup
 CREATE FUNCTION wipe_inventory() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0, note = 'wiped' $$;
 --! exec
@@ -106,7 +98,6 @@ INSERT INTO audit VALUES ('x')
 
 --! name: rule-instead-on-unprotected
 --! class: indirect-write
---! known_hole: indirect write: a rule on an unprotected table calls a writer function
 --! setup
 CREATE FUNCTION wipe_inventory() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0, note = 'wiped' $$;
 --! exec
@@ -125,7 +116,6 @@ INSERT INTO audit VALUES ('x')
 
 --! name: trigger-on-unprotected-migration-function
 --! class: indirect-write
---! known_hole: indirect write: a trigger on an unprotected table writes the protected table
 --! setup
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN NULL; END $$;
 --! exec
@@ -135,7 +125,6 @@ INSERT INTO audit VALUES ('x')
 
 --! name: trigger-function-through-driver
 --! class: indirect-write
---! known_hole: indirect write: a trigger on an unprotected table writes the protected table
 --! exec
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM inventory WHERE sku = NEW.sku; RETURN NULL; END $$
 --! exec
@@ -145,7 +134,6 @@ INSERT INTO audit VALUES ('a')
 
 --! name: statement-trigger-zero-rows
 --! class: indirect-write
---! known_hole: indirect write: a trigger on an unprotected table writes the protected table
 --! note: a statement trigger fires even when the statement touches no row
 --! setup
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN NULL; END $$;
@@ -165,7 +153,6 @@ INSERT INTO audit VALUES ('x')
 
 --! name: deferred-constraint-trigger
 --! class: indirect-write
---! known_hole: indirect write: a trigger on an unprotected table writes the protected table
 --! setup
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN NULL; END $$;
 --! exec
@@ -179,7 +166,6 @@ COMMIT
 
 --! name: view-instead-of-trigger
 --! class: indirect-write
---! known_hole: indirect write: an INSTEAD OF trigger on a view of an unprotected table
 --! setup
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN NEW; END $$;
 --! exec
@@ -201,7 +187,6 @@ DELETE FROM staging_v WHERE sku = 'a'
 
 --! name: event-trigger
 --! class: indirect-write
---! known_hole: indirect write: an event trigger fires on DDL
 --! setup
 CREATE FUNCTION evt_wipe() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; END $$;
 --! exec
@@ -211,7 +196,6 @@ CREATE TABLE scratch (x int)
 
 --! name: cursor-over-writer
 --! class: indirect-write
---! known_hole: indirect write: a cursor over a writer function
 --! setup
 CREATE FUNCTION wipe_inventory() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0, note = 'wiped' $$;
 --! exec
@@ -225,7 +209,6 @@ COMMIT
 
 --! name: domain-check-calls-writer
 --! class: indirect-write
---! known_hole: indirect write: a domain CHECK calls a writer function
 --! setup
 CREATE FUNCTION wipe_check(v int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = v; RETURN true; END $$;
 --! exec
@@ -235,7 +218,6 @@ SELECT 0::checked_int
 
 --! name: volatile-default-on-add-column
 --! class: indirect-write
---! known_hole: indirect write: ADD COLUMN with a volatile default calls a writer for every row
 --! setup
 CREATE FUNCTION wipe_bool() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN DELETE FROM inventory WHERE sku = 'a'; RETURN true; END $$;
 --! exec
@@ -243,7 +225,6 @@ ALTER TABLE staging ADD COLUMN w bool DEFAULT wipe_bool()
 
 --! name: stable-wrapper-from-migration
 --! class: indirect-write
---! known_hole: function body: a STABLE function calls a VOLATILE writer (PostgreSQL's read-only check does not follow calls)
 --! note: the wrapper is STABLE; the function it calls is not
 --! setup
 CREATE FUNCTION w() RETURNS void LANGUAGE sql VOLATILE AS $$ UPDATE inventory SET quantity = 0 $$;

@@ -25,6 +25,7 @@ SELECT sku FROM inventory WHERE {{deep 50 900 "1" "+"}} > 0
 UPDATE inventory SET quantity = {{deep 50 900 "1" "+"}} WHERE sku = 'a'
 
 --! name: read-nested-chains-no-protected-name
+--! known_hole: parser bounds: per-level limits multiply across nesting (being replaced by a proven measure)
 --! class: parser-crash
 --! exec template
 SELECT {{deep 50 900 "1" "+"}} AS x
@@ -58,6 +59,7 @@ SELECT sku FROM inventory WHERE {{deeppre 60 900 "NOT " "true"}}
 WITH x AS (SELECT {{deep 50 900 "1" "+"}} AS v) UPDATE inventory SET quantity = (SELECT v FROM x) WHERE sku = 'a'
 
 --! name: do-body-nested-chains-with-write
+--! known_hole: parser bounds: per-level limits multiply across nesting (being replaced by a proven measure)
 --! class: parser-crash
 --! exec template
 DO $$ BEGIN PERFORM {{deep 50 900 "1" "+"}}; UPDATE inventory SET quantity = 0; END $$
@@ -69,6 +71,7 @@ DO $$ BEGIN PERFORM {{deep 50 900 "1" "+"}}; UPDATE inventory SET quantity = 0; 
 DO $$ BEGIN PERFORM count(*) FROM inventory WHERE {{deep 50 900 "1" "+"}} > 0; END $$
 
 --! name: do-body-nested-chains-no-protected-name
+--! known_hole: parser bounds: per-level limits multiply across nesting (being replaced by a proven measure)
 --! class: parser-crash
 --! exec template
 DO $$ BEGIN PERFORM {{deep 50 900 "1" "+"}}; END $$

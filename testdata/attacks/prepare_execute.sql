@@ -13,7 +13,6 @@
 
 --! name: execute-driver-prepared-update
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 UPDATE inventory SET quantity = $1 WHERE sku = $2
 --! query capture=name
@@ -23,7 +22,6 @@ EXECUTE ${name}(0, 'a', 99)
 
 --! name: execute-driver-prepared-delete
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 DELETE FROM inventory WHERE sku = $1
 --! query capture=name
@@ -33,7 +31,6 @@ EXECUTE ${name}('a', 99)
 
 --! name: execute-driver-prepared-insert-poison
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! note: a row stamped 99 fences every later writer up to epoch 99
 --! prepare
 INSERT INTO inventory (sku, quantity) VALUES ($1, $2)
@@ -44,7 +41,6 @@ EXECUTE ${name}('z', 1, 99)
 
 --! name: execute-driver-prepared-upsert
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 INSERT INTO inventory (sku, quantity) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity
 --! query capture=name
@@ -54,7 +50,6 @@ EXECUTE ${name}('a', 0, 99)
 
 --! name: execute-driver-prepared-billing
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 UPDATE billing.invoices SET total = $1 WHERE id = $2
 --! query capture=name
@@ -64,7 +59,6 @@ EXECUTE ${name}(0, 1, 99)
 
 --! name: execute-driver-prepared-merge
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED THEN UPDATE SET quantity = s.q
 --! query capture=name
@@ -74,7 +68,6 @@ EXECUTE ${name}(99)
 
 --! name: execute-computed-stmt-name
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! note: the name is computed from the fenced text, without reading the catalog
 --! prepare
 UPDATE inventory SET quantity = $1 WHERE sku = $2
@@ -83,7 +76,6 @@ EXECUTE {{stmtname (fenced "UPDATE inventory SET quantity = $1 WHERE sku = $2")}
 
 --! name: execute-stmtcache-name
 --! class: prepare-execute
---! known_hole: EXECUTE of pgx's cached statement (stmtcache_<sha256>) supplies its own epoch
 --! note: a fenced write that ran once (stale: fenced; fresh: written) left its statement in pgx's cache
 --! exec args=[1, "a"]
 UPDATE inventory SET quantity = $1 WHERE sku = $2
@@ -92,7 +84,6 @@ EXECUTE {{stmtcache (fenced "UPDATE inventory SET quantity = $1 WHERE sku = $2")
 
 --! name: explain-analyze-execute
 --! class: prepare-execute
---! known_hole: EXPLAIN ANALYZE EXECUTE of the driver-prepared statement
 --! prepare
 UPDATE inventory SET quantity = $1 WHERE sku = $2
 --! query capture=name
@@ -102,7 +93,6 @@ EXPLAIN ANALYZE EXECUTE ${name}(0, 'a', 99)
 
 --! name: execute-inside-transaction
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 UPDATE inventory SET quantity = $1 WHERE sku = $2
 --! query capture=name
@@ -116,7 +106,6 @@ COMMIT
 
 --! name: execute-in-multi-statement
 --! class: prepare-execute
---! known_hole: EXECUTE of the statement the inner driver prepared (stmt_<sha256>) supplies its own epoch
 --! prepare
 UPDATE inventory SET quantity = $1 WHERE sku = $2
 --! query capture=name
@@ -155,7 +144,6 @@ EXECUTE p(99)
 
 --! name: sql-prepare-calls-writer-function
 --! class: prepare-execute
---! known_hole: SQL-level PREPARE of a call to a writer function
 --! setup
 CREATE FUNCTION wipe_inventory() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0, note = 'wiped' $$;
 --! exec
@@ -165,7 +153,6 @@ EXECUTE p
 
 --! name: sql-prepare-write-through-view
 --! class: prepare-execute
---! known_hole: SQL-level PREPARE of a write through an unprotected view
 --! setup
 CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
 --! exec

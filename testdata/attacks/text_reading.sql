@@ -19,7 +19,6 @@
 
 --! name: sjis-set-client-encoding
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 SET client_encoding = 'SJIS'
 --! exec
@@ -27,7 +26,6 @@ SELECT E'さ\'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: sjis-set-config
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 SELECT set_config('client_encoding', 'SJIS', false)
 --! exec
@@ -35,7 +33,6 @@ SELECT E'さ\'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: sjis-pg-settings
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 UPDATE pg_settings SET setting = 'SJIS' WHERE name = 'client_encoding'
 --! exec
@@ -43,7 +40,6 @@ SELECT E'さ\'; DELETE FROM inventory WHERE sku = $$b$$; --'
 
 --! name: sjis-set-local-in-transaction
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 BEGIN
 --! exec
@@ -55,7 +51,6 @@ COMMIT
 
 --! name: big5-set-client-encoding
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 SET client_encoding = 'BIG5'
 --! exec
@@ -63,7 +58,6 @@ SELECT E'丳\'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: gbk-set-client-encoding
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 SET client_encoding = 'GBK'
 --! exec
@@ -71,7 +65,6 @@ SELECT E'丕\'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: gb18030-set-client-encoding
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 SET client_encoding = 'GB18030'
 --! exec
@@ -79,7 +72,6 @@ SELECT E'丕\'; UPDATE reports SET body = $$gone$$; --'
 
 --! name: shift-jis-2004-control-character
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! note: U+0095 (C2 95) is valid UTF-8; to SHIFT_JIS_2004 C2 is a half-width katakana and 955C a kanji
 --! exec
 SET client_encoding = 'SHIFT_JIS_2004'
@@ -96,7 +88,6 @@ SELECT E'\x95\x5c'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: sjis-backslash-quote-on
 --! class: text-reading
---! known_hole: text reading: client_encoding can be changed in the session; a 0x5C trail byte hides a statement
 --! exec
 UPDATE pg_settings SET setting = 'on' WHERE name = 'backslash_quote'
 --! exec
@@ -106,7 +97,6 @@ SELECT E'さ\'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: client-encoding-role-setting-reconnect
 --! class: text-reading
---! known_hole: text reading: client_encoding is not pinned at connect; a role or database setting reaches the session
 --! note: pgx does not send client_encoding in its startup message, so a role setting reaches every new connection
 --! exec
 ALTER ROLE ${user} IN DATABASE ${db} SET client_encoding = 'SJIS'
@@ -116,7 +106,6 @@ SELECT E'さ\'; DELETE FROM inventory WHERE sku = $$a$$; --'
 
 --! name: client-encoding-database-default
 --! class: text-reading
---! known_hole: text reading: client_encoding is not pinned at connect; a role or database setting reaches the session
 --! note: a database default set outside the driver; nothing pins client_encoding at connect
 --! setup
 ALTER DATABASE ${db} SET client_encoding = 'SJIS';
@@ -132,7 +121,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-pg-settings
 --! class: text-reading
---! known_hole: text reading: standard_conforming_strings turned off by UPDATE pg_settings
 --! exec
 UPDATE pg_settings SET setting = 'off' WHERE name = 'standard_conforming_strings'
 --! exec
@@ -140,7 +128,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-pg-settings-split-name
 --! class: text-reading
---! known_hole: text reading: standard_conforming_strings turned off by UPDATE pg_settings
 --! exec
 UPDATE pg_settings SET setting = 'off' WHERE name = 'standard_' || 'conforming_strings'
 --! exec
@@ -155,7 +142,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-function-through-driver
 --! class: text-reading
---! known_hole: text reading: standard_conforming_strings turned off by set_config inside a function
 --! exec
 CREATE FUNCTION strings_off() RETURNS text LANGUAGE sql AS $$ SELECT set_config('standard_conforming_strings', 'off', false) $$
 --! exec
@@ -165,7 +151,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-migration-function
 --! class: text-reading
---! known_hole: text reading: standard_conforming_strings turned off by set_config inside a function
 --! setup
 CREATE FUNCTION legacy_mode() RETURNS text LANGUAGE sql AS $$ SELECT set_config('standard_conforming_strings', 'off', false) $$;
 --! exec
@@ -175,7 +160,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-internal-function-alias
 --! class: text-reading
---! known_hole: text reading: standard_conforming_strings turned off by set_config_by_name under another name
 --! note: set_config under another name: LANGUAGE internal binds the C function set_config_by_name
 --! exec
 CREATE FUNCTION setting(text, text, bool) RETURNS text LANGUAGE internal AS 'set_config_by_name'
@@ -186,7 +170,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-do-block-dynamic
 --! class: text-reading
---! known_hole: text reading: standard_conforming_strings turned off by dynamic SQL in a DO block
 --! exec
 DO $$ BEGIN EXECUTE 'SET standard_' || 'conforming_strings = off'; END $$
 --! exec
@@ -209,7 +192,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-database-default-connector
 --! class: text-reading
---! known_hole: text reading: sqlfence.NewConnector does not pin standard_conforming_strings; a database or role default reaches the session
 --! note: a database default set by a DBA; sqlfence.NewConnector does not pin the setting
 --! setup
 ALTER DATABASE ${db} SET standard_conforming_strings = off;
@@ -218,7 +200,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-role-default-connector
 --! class: text-reading
---! known_hole: text reading: sqlfence.NewConnector does not pin standard_conforming_strings; a database or role default reaches the session
 --! setup
 ALTER ROLE ${user} IN DATABASE ${db} SET standard_conforming_strings = off;
 --! exec
@@ -258,7 +239,6 @@ SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
 
 --! name: scs-set-to-default-connector
 --! class: text-reading
---! known_hole: text reading: SET standard_conforming_strings TO DEFAULT returns to a default that is off
 --! note: the database default is off, so SET … TO DEFAULT turns it off without saying "off"
 --! setup
 ALTER DATABASE ${db} SET standard_conforming_strings = off;

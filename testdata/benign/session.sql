@@ -105,7 +105,6 @@ SET SESSION statement_timeout = 0
 SET standard_conforming_strings = on
 
 --! name: session-strings-on-set-config
---! known_hole: false positive: set_config('standard_conforming_strings', …) is refused even when it sets the default, on
 --! source: drivers that assert the default through set_config
 SELECT set_config('standard_conforming_strings', 'on', false)
 

@@ -1,0 +1,46 @@
+// Pinned settings: the server reads statement text as sqlfence parsed it only while
+// standard_conforming_strings is on and client_encoding is UTF8.
+
+package sqlfence
+
+import (
+	"database/sql/driver"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// parameterReporter is what pgx's connection tells of the server's reported settings.
+// PostgreSQL reports both pinned settings (ParameterStatus) at connect and whenever they
+// change, by whatever route: SET, a function's SET clause, a role or database default.
+type parameterReporter interface{ ParameterStatus(key string) string }
+
+// reporterOf returns the reporter of an inner pgx connection, or nil for other drivers,
+// for which only what the allowlist refuses keeps the settings (and the registered
+// driver's startup message pins them).
+func reporterOf(ic driver.Conn) parameterReporter {
+	if c, ok := ic.(interface{ Conn() *pgx.Conn }); ok && c.Conn() != nil {
+		return c.Conn().PgConn()
+	}
+	return nil
+}
+
+// checkPinned reports a session whose server reads text differently from sqlfence: the
+// last line of defence behind the allowlist, checked before every statement at the cost
+// of two map lookups. A connection that fails it is not used again.
+func checkPinned(r parameterReporter) *Error {
+	if r == nil {
+		return nil
+	}
+	why := ""
+	switch {
+	case r.ParameterStatus(standardStrings) != "on":
+		why = "standard_conforming_strings is " + r.ParameterStatus(standardStrings) + ": the server reads a backslash inside '…' as an escape"
+	case !strings.EqualFold(r.ParameterStatus("client_encoding"), "UTF8"):
+		why = "client_encoding is " + r.ParameterStatus("client_encoding") + ": in a multi-byte encoding a character's trailing byte can read as a backslash or a quote"
+	default:
+		return nil
+	}
+	return refuse(nil, "the session's "+why+", so the server would read statements differently from sqlfence (a role or database default, or a change made where sqlfence could not see it)",
+		"keep standard_conforming_strings = on and client_encoding = UTF8: the registered driver sets both in the startup message; with your own connector set them in its startup parameters, and remove role or database defaults that change them")
+}
