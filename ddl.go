@@ -9,6 +9,8 @@
 package sqlfence
 
 import (
+	"sync"
+
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -330,7 +332,7 @@ func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
 	case lang == "sql":
 		return judgeSQLBody(p, what, body)
 	case lang == "plpgsql":
-		text, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: n}}})
+		text, err := pg.Deparse(&pg.ParseResult{Version: parserVersion(), Stmts: []*pg.RawStmt{{Stmt: n}}})
 		if err != nil {
 			return refuse(nil, what+" cannot be read back", "create it as a migration outside the driver")
 		}
@@ -338,6 +340,16 @@ func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
 	}
 	return refuseCodeDDL(what + " in language " + lang)
 }
+
+// parserVersion is the version pg_query stamps on its trees: Deparse refuses a tree
+// without it.
+var parserVersion = sync.OnceValue(func() int32 {
+	tree, err := pg.Parse("SELECT 1")
+	if err != nil {
+		return 0
+	}
+	return tree.Version
+})
 
 // isStatementNode reports whether n is a statement that can stand in a BEGIN ATOMIC body.
 func isStatementNode(n *pg.Node) bool {
@@ -351,6 +363,9 @@ func isStatementNode(n *pg.Node) bool {
 
 // judgeBodyNode is judgeBodyText for a statement already parsed.
 func judgeBodyNode(p *Policy, what string, n *pg.Node) *Error {
+	if p.judging != nil && p.judging.callsOnly {
+		return admitCalls(p, n.ProtoReflect()) // lists the calls (snapshot.go)
+	}
 	if e := admitStatement(p, n); e != nil {
 		e.Reason = what + ": " + e.Reason
 		return e
