@@ -296,7 +296,11 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 		}})
 	}
 	for _, tr := range raw.Triggers {
-		if tr.FuncSchema == "sqlfence" || target[tr.Rel.OID] == nil || tr.Type&(pgcatalog.TriggerBefore|pgcatalog.TriggerInstead) == 0 {
+		// The built-in trigger functions (suppress_redundant_updates_trigger,
+		// tsvector_update_trigger) change no bigint column and redirect nothing; the
+		// guard's own (schema sqlfence) only check.
+		if tr.FuncSchema == "sqlfence" || tr.FuncSchema == "pg_catalog" || target[tr.Rel.OID] == nil ||
+			tr.Type&(pgcatalog.TriggerBefore|pgcatalog.TriggerInstead) == 0 {
 			continue
 		}
 		if v := s.volatility(tr.Function, tr.FuncSchema, tr.FuncName); v != pgfunc.Volatile {
@@ -362,7 +366,7 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 		out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
 			events: triggerEvents(tr.Type), table: e.Table,
 			reason: "its trigger " + sqlident.Quote(tr.Name) + " runs " + QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String() +
-				": " + e.Reason + " (a trigger's write cannot carry the epoch)",
+				": " + e.Reason + triggerNote(e.Reason),
 			fix: "write the protected table with plain statements under an epoch instead of from the trigger, or drop the trigger (a migration outside the driver)",
 		}})
 	}
@@ -379,6 +383,15 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 		}})
 	}
 	return out
+}
+
+// triggerNote says why a trigger's write is refused rather than fenced, once.
+func triggerNote(reason string) string {
+	const note = " (a trigger's write cannot carry the epoch)"
+	if strings.Contains(reason, note) {
+		return ""
+	}
+	return note
 }
 
 // namingTable returns e with its protected table named in the reason, for messages
@@ -496,10 +509,10 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 				via = "its inheritance child"
 				mapped &^= evInsert // an INSERT into the parent stays in the parent
 			default:
-				via = "the relation the view writes"
+				via = "the relation under the view"
 				mapped &^= evTruncate
 			}
-			add(e.From, it.origin, mapped, "it reaches "+via+" "+name+", where "+it.h.reason)
+			add(e.From, it.origin, mapped, "it reaches "+name+" ("+via+"), and "+it.h.reason)
 		}
 		for _, fk := range byChild[it.rel.OID] {
 			var mapped events
@@ -509,7 +522,7 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 			if writesChild(fk.OnUpdate) && ev&evUpdate != 0 {
 				mapped |= evUpdate
 			}
-			add(fk.Parent, it.origin, mapped, "it reaches "+name+" through the foreign key "+sqlident.Quote(fk.Name)+" ("+fkActions(fk)+"), where "+it.h.reason)
+			add(fk.Parent, it.origin, mapped, "it reaches "+name+" through the foreign key "+sqlident.Quote(fk.Name)+" ("+fkActions(fk)+"), and "+it.h.reason)
 		}
 	}
 	return n
