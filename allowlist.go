@@ -41,6 +41,10 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 				return refuse(nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection (UPDATE pg_settings changes settings)",
 					"change settings with SET, outside the driver if sqlfence refuses it")
 			}
+			// Triggers, rules and foreign-key actions the catalog shows (resolve: catalog).
+			if e := p.catalog.judgeWrite(w); e != nil {
+				return e
+			}
 		}
 		return admitCalls(p, n.ProtoReflect())
 	case *pg.Node_ExplainStmt:
@@ -65,11 +69,21 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		if c.Query != nil {
 			return admitStatement(p, c.Query)
 		}
+		if c.IsFrom {
+			if e := p.catalog.judgeRelationWrite(c.Relation, evInsert, "COPY FROM"); e != nil {
+				return e
+			}
+		}
 		return admitCalls(p, n.ProtoReflect()) // a WHERE on COPY FROM
 	case *pg.Node_TruncateStmt:
 		if s.TruncateStmt.Behavior == pg.DropBehavior_DROP_CASCADE {
 			return refuse(nil, "TRUNCATE … CASCADE empties every table with a foreign key to the named ones, protected tables among them",
 				"truncate the tables by name, or delete the rows with DELETE under an epoch")
+		}
+		for _, r := range s.TruncateStmt.Relations {
+			if e := p.catalog.judgeRelationWrite(r.GetRangeVar(), evTruncate, "TRUNCATE"); e != nil {
+				return e
+			}
 		}
 		return nil // of a protected table: refused by findWrites
 	case *pg.Node_DoStmt:

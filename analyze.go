@@ -37,6 +37,50 @@ type decision struct {
 	tables     []*Table
 	classify   *classifier // how to explain a 0-row result of the top-level write, or nil
 	claim      *ClaimTable // the statement writes a claim table's epoch or status column
+
+	catalog catalogEffect // how the statement changes what resolve: catalog read
+}
+
+// catalogEffect says when a statement makes the connector read the catalog again
+// (resolve: catalog with ddl: allow): after DDL, and at the end of a transaction that
+// ran DDL.
+type catalogEffect uint8
+
+const (
+	catalogDDL    catalogEffect = 1 << iota // the statement changes the catalog
+	catalogTxEnd                            // it ends a transaction (COMMIT, ROLLBACK, PREPARE TRANSACTION, …)
+	catalogTxUndo                           // it rolls back to a savepoint
+)
+
+// rereadsCatalog reports whether statements through the driver can change what
+// resolve: catalog read: only DDL can, and only under ddl: allow.
+func (p *Policy) rereadsCatalog() bool { return p.ResolveCatalog && p.AllowDDL }
+
+// catalogEffectOf classifies a text the allowlist admitted. A DO block may run DDL,
+// so it counts as DDL.
+func catalogEffectOf(tree *pg.ParseResult) catalogEffect {
+	var eff catalogEffect
+	for _, raw := range tree.Stmts {
+		switch s := raw.Stmt.Node.(type) {
+		case *pg.Node_TransactionStmt:
+			switch s.TransactionStmt.Kind {
+			case pg.TransactionStmtKind_TRANS_STMT_COMMIT, pg.TransactionStmtKind_TRANS_STMT_ROLLBACK,
+				pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,
+				pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_PREPARED:
+				eff |= catalogTxEnd
+			case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+				eff |= catalogTxUndo
+			}
+		case *pg.Node_SelectStmt, *pg.Node_InsertStmt, *pg.Node_UpdateStmt, *pg.Node_DeleteStmt, *pg.Node_MergeStmt,
+			*pg.Node_ExplainStmt, *pg.Node_VariableShowStmt, *pg.Node_ListenStmt, *pg.Node_UnlistenStmt,
+			*pg.Node_NotifyStmt, *pg.Node_DiscardStmt, *pg.Node_DeallocateStmt, *pg.Node_LockStmt,
+			*pg.Node_FetchStmt, *pg.Node_ClosePortalStmt, *pg.Node_ConstraintsSetStmt, *pg.Node_DeclareCursorStmt,
+			*pg.Node_VariableSetStmt, *pg.Node_CopyStmt, *pg.Node_TruncateStmt, *pg.Node_CallStmt:
+		default:
+			eff |= catalogDDL
+		}
+	}
+	return eff
 }
 
 // table returns the name used in messages about this statement.
@@ -95,6 +139,11 @@ func analyze(policy *Policy, sql string) (d *decision) {
 	if len(writes) == 0 {
 		if claim != nil {
 			return &decision{act: actClaim, claim: claim}
+		}
+		if policy.rereadsCatalog() {
+			if eff := catalogEffectOf(tree); eff != 0 {
+				return &decision{act: actPass, catalog: eff}
+			}
 		}
 		return &decision{act: actPass}
 	}

@@ -1366,7 +1366,6 @@ type atkCaseResult struct {
 	runs []atkRunResult
 }
 
-
 func atkRun(pool *atkPool, c *atkCase, epoch int64) (res atkRunResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

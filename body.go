@@ -76,11 +76,14 @@ func judgePlpgsql(p *Policy, what, body, create string) *Error {
 			for k, e := range v {
 				switch k {
 				case "PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors":
+					if p.judging != nil && p.judging.callsOnly {
+						break // only the calls are listed (a STABLE function's statements cannot write)
+					}
 					result = refuse(nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
 						"write the statements out in the body, or run them as plain statements through the driver")
 					return
 				case "PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query":
-					if m, ok := e.(map[string]any); ok && m["dynquery"] != nil {
+					if m, ok := e.(map[string]any); ok && m["dynquery"] != nil && (p.judging == nil || !p.judging.callsOnly) {
 						result = refuse(nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
 							"write the statements out in the body, or run them as plain statements through the driver")
 						return
@@ -138,6 +141,9 @@ func judgeBodyText(p *Policy, what, q string) *Error {
 	if e != nil {
 		e.Reason = what + ": " + e.Reason
 		return e
+	}
+	if p.judging != nil && p.judging.callsOnly {
+		return admitCalls(p, tree.ProtoReflect()) // lists the calls (snapshot.go)
 	}
 	for _, raw := range tree.Stmts {
 		if e := admitStatement(p, raw.Stmt); e != nil {

@@ -6,31 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
-// resolveCatalog reads, over the first connection, what the policy's names cannot
-// say: the partitions, inheritance children and updatable views through which a
-// protected table can also be written, and whether each epoch column is one the fence
-// can work with. It returns the policy extended with those relations.
+// resolveCatalog reads, over a connection of the connector, what the policy's names
+// cannot say: the partitions, inheritance children, parents and updatable views
+// through which a protected table can also be written, whether each epoch column is
+// one the fence can work with, and the snapshot the analysis judges the rest from —
+// user functions, triggers, rules, foreign-key actions (snapshot.go). It returns the
+// policy extended with those relations and that snapshot. The connector runs it at the
+// first connection and again after DDL through the driver.
 func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, error) {
 	q, ok := c.(driver.QueryerContext)
 	if !ok {
 		return nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
 	}
-	query := func(ctx context.Context, sql string, args ...any) ([][]any, error) {
+	return resolveCatalogWith(ctx, func(ctx context.Context, sql string, args ...any) ([][]any, error) {
 		return queryAll(ctx, q, sql, args...)
-	}
+	}, p)
+}
+
+// resolveCatalogWith is resolveCatalog over any way of running a query.
+func resolveCatalogWith(ctx context.Context, query pgcatalog.QueryFunc, p *Policy) (*Policy, error) {
 	var extra []Table
 	seen := map[QualifiedName]bool{}
 	for _, t := range p.Tables {
 		seen[t.QualifiedName] = true
 	}
+	protected := map[uint32]*Table{}
 	var problems []string
-	for _, t := range p.Tables {
+	for i := range p.Tables {
+		t := &p.Tables[i]
 		rels, err := pgcatalog.Relations(ctx, query, t.Schema, t.Name, t.EpochColumn)
 		if err != nil {
 			return nil, fmt.Errorf("sqlfence: resolve: catalog: reading %s: %w", t.QualifiedName, err)
@@ -41,6 +51,9 @@ func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, err
 		}
 		col := sqlident.Quote(t.EpochColumn)
 		for _, r := range rels {
+			if protected[r.OID] == nil {
+				protected[r.OID] = t
+			}
 			rel := QualifiedName{Schema: r.Schema, Name: r.Name}
 			target := sqlident.QuoteQualified(r.Schema, r.Name)
 			switch {
@@ -75,7 +88,36 @@ func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, err
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("sqlfence: policy %s, resolve: catalog:\n  %s", p.Source, strings.Join(problems, "\n  "))
 	}
-	return p.withTables(extra), nil
+	var columns []string
+	for _, t := range p.Tables {
+		if !slices.Contains(columns, t.EpochColumn) {
+			columns = append(columns, t.EpochColumn)
+		}
+	}
+	snap, err := pgcatalog.LoadSnapshot(ctx, query, columns)
+	if err != nil {
+		return nil, fmt.Errorf("sqlfence: resolve: catalog: %w", err)
+	}
+	return p.withTables(extra).withSnapshot(snap, protected), nil
+}
+
+// CheckCatalog reads the catalog as resolve: catalog does and returns what in it
+// makes the driver refuse writes whose text does not show why: foreign keys whose
+// actions cascade into protected tables, triggers and rules whose code writes
+// protected tables (or cannot be read), and triggers and rules on protected tables
+// that can change or redirect their rows. query runs one query with positional
+// arguments and returns every row (int8 as int64, text as string, bool as bool).
+// `sqlfence guard` reports these after installing.
+func (p *Policy) CheckCatalog(ctx context.Context, query func(ctx context.Context, sql string, args ...any) ([][]any, error)) ([]CatalogFinding, error) {
+	c, err := p.compile()
+	if err != nil {
+		return nil, err
+	}
+	r, err := resolveCatalogWith(ctx, query, c)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.catalog.findings), nil
 }
 
 // queryAll runs query on the inner connection and returns every row.

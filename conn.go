@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
@@ -12,8 +13,12 @@ import (
 // protected table unfenced.
 type conn struct {
 	inner driver.Conn
-	enf   *enforcer
+	enf   *enforcer    // the connector's, as of the last lookup
 	memo  decisionMemo // the last decisions this connection looked up (cache.go)
+	cn    *connector   // nil only for conns tests build by hand
+	// ddlPending: this connection ran DDL since the end of its last transaction, so
+	// the catalog is read again when the transaction ends (catalogChanged).
+	ddlPending bool
 
 	// params reports the server's settings (pgx only, else nil); broken is set once a
 	// pinned setting changed, and the connection is then never used again.
@@ -76,15 +81,24 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	} else {
 		s, err = c.inner.Prepare(send)
 	}
-	if err != nil || d.act == actPass {
+	if err != nil || d.act == actPass && !c.enf.policy.rereadsCatalog() {
 		return s, err
 	}
-	return &stmt{inner: s, conn: c, d: d, query: query}, nil
+	// With a catalog that DDL through the driver can change, every prepared statement
+	// is wrapped, so that it is decided again when the snapshot changes (stmt.bind).
+	return &stmt{inner: s, conn: c, enf: c.enf, d: d, query: query}, nil
 }
 
 // lookup is conn's way to a decision: its own memo, then the shared cache, then the
-// analysis. enforcer.decision is the same without the memo.
+// analysis. enforcer.decision is the same without the memo. When the connector has
+// swapped its enforcer (the catalog was read again), the memo of decisions made under
+// the old one is dropped.
 func (c *conn) lookup(query string) *decision {
+	if c.cn != nil {
+		if f := c.cn.enforcer.Load(); f != c.enf {
+			c.enf, c.memo = f, decisionMemo{}
+		}
+	}
 	ca := c.enf.cache
 	if e := c.memo.lookup(query); e != nil {
 		ca.hit(e)
@@ -112,16 +126,118 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 // BeginTx returns the inner transaction as is: its statements go through this conn,
-// and each one is fenced with the epoch of its own context.
+// and each one is fenced with the epoch of its own context. With a catalog that DDL
+// through the driver can change, the transaction is wrapped so that its end reads the
+// catalog again when it ran DDL.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	var (
+		tx  driver.Tx
+		err error
+	)
 	if b, ok := c.inner.(driver.ConnBeginTx); ok {
-		return b.BeginTx(ctx, opts)
-	}
-	if opts.Isolation != driver.IsolationLevel(0) || opts.ReadOnly {
+		tx, err = b.BeginTx(ctx, opts)
+	} else if opts.Isolation != driver.IsolationLevel(0) || opts.ReadOnly {
 		return nil, errors.New("sqlfence: the inner driver does not support transaction options")
+	} else {
+		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+		tx, err = c.inner.Begin()
 	}
-	//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
-	return c.inner.Begin()
+	if err != nil || !c.enf.policy.rereadsCatalog() {
+		return tx, err
+	}
+	return &catalogTx{Tx: tx, c: c, ctx: context.WithoutCancel(ctx)}, nil
+}
+
+// catalogTx reads the catalog again when a transaction that ran DDL ends: after COMMIT
+// other connections see what it created, after ROLLBACK what it dropped is back.
+type catalogTx struct {
+	driver.Tx
+	c   *conn
+	ctx context.Context
+}
+
+func (t *catalogTx) Commit() error {
+	if err := t.Tx.Commit(); err != nil {
+		return err
+	}
+	t.c.endTx(t.ctx)
+	return nil
+}
+
+func (t *catalogTx) Rollback() error {
+	if err := t.Tx.Rollback(); err != nil {
+		return err
+	}
+	t.c.endTx(t.ctx)
+	return nil
+}
+
+// endTx is catalogChanged at the end of a transaction database/sql began. The
+// transaction ended either way, so a failed read is logged rather than returned, and
+// tried again after the next DDL or transaction end.
+func (c *conn) endTx(ctx context.Context) {
+	if err := c.catalogChanged(ctx, catalogTxEnd); err != nil {
+		c.enf.log.ErrorContext(ctx, "sqlfence: reading the catalog again after a transaction with DDL failed; decisions use the previous snapshot until it succeeds", "error", err)
+	}
+}
+
+// afterRows runs catalogChanged when the rows of a statement that changed the
+// catalog are read or closed: the connection is busy until then.
+func (c *conn) afterRows(ctx context.Context, rows driver.Rows, eff catalogEffect) driver.Rows {
+	return &catalogRows{fencedRows: fencedRows{inner: rows}, after: func() error { return c.catalogChanged(ctx, eff) }}
+}
+
+type catalogRows struct {
+	fencedRows
+	after func() error
+	done  bool
+}
+
+func (r *catalogRows) Next(dest []driver.Value) error {
+	err := r.inner.Next(dest)
+	if errors.Is(err, io.EOF) {
+		if aerr := r.run(); aerr != nil {
+			return aerr
+		}
+	}
+	return err
+}
+
+func (r *catalogRows) Close() error {
+	err := r.inner.Close()
+	if aerr := r.run(); err == nil {
+		err = aerr
+	}
+	return err
+}
+
+func (r *catalogRows) run() error {
+	if r.done {
+		return nil
+	}
+	r.done = true
+	return r.after()
+}
+
+// catalogChanged reads the catalog again (resolve: catalog with ddl: allow) after a
+// statement that changed it, and when a transaction in which this connection ran DDL
+// ends or rolls back to a savepoint. It reads over this connection, so inside a
+// transaction it sees the transaction's own changes, which the statements that follow
+// in it may use.
+func (c *conn) catalogChanged(ctx context.Context, eff catalogEffect) error {
+	reread := eff&catalogDDL != 0 || c.ddlPending && eff&(catalogTxEnd|catalogTxUndo) != 0
+	c.ddlPending = eff&catalogDDL != 0 || c.ddlPending && eff&catalogTxEnd == 0
+	if !reread || c.cn == nil {
+		return nil
+	}
+	if err := c.cn.refresh(ctx, c.inner); err != nil {
+		c.ddlPending = true
+		if errors.Is(err, driver.ErrBadConn) {
+			return fmt.Errorf("sqlfence: the statement ran, but reading the catalog again after it failed: the connection broke (%v)", err)
+		}
+		return fmt.Errorf("sqlfence: the statement ran, but reading the catalog again after it failed (decisions use the previous snapshot until it succeeds): %w", err)
+	}
+	return nil
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -135,7 +251,11 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	d := c.lookup(query)
 	if d.act == actPass {
-		return execer.ExecContext(ctx, query, args)
+		res, err := execer.ExecContext(ctx, query, args)
+		if err == nil && d.catalog != 0 {
+			err = c.catalogChanged(ctx, d.catalog)
+		}
+		return res, err
 	}
 	call, err := c.enf.bind(ctx, d, query, args)
 	if err != nil {
@@ -163,7 +283,11 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	d := c.lookup(query)
 	if d.act == actPass {
-		return queryer.QueryContext(ctx, query, args)
+		rows, err := queryer.QueryContext(ctx, query, args)
+		if err == nil && d.catalog != 0 {
+			return c.afterRows(ctx, rows, d.catalog), nil
+		}
+		return rows, err
 	}
 	call, err := c.enf.bind(ctx, d, query, args)
 	if err != nil {

@@ -64,18 +64,22 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if err != nil {
 		return nil, err
 	}
-	c := &connector{inner: inner, cfg: cfg}
+	c := &connector{inner: inner, cfg: cfg, base: fp}
 	c.enforcer.Store(newEnforcer(fp, cfg))
 	return c, nil
 }
 
 type connector struct {
-	inner    driver.Connector
-	cfg      connectorConfig
+	inner driver.Connector
+	cfg   connectorConfig
+	base  *Policy // the compiled policy, before resolve: catalog extends it
+	// enforcer is swapped as a whole when the catalog is read again: the new one
+	// comes with an empty decision cache, and each conn drops its memo when it sees
+	// the swap (conn.lookup), so no decision made under an old snapshot is reused.
 	enforcer atomic.Pointer[enforcer]
 
-	// resolveMu serialises the catalog read of resolve: catalog; resolved records
-	// that it succeeded, so a failure (the database not up yet) is retried.
+	// resolveMu serialises the catalog reads of resolve: catalog; resolved records
+	// that the first succeeded, so a failure (the database not up yet) is retried.
 	resolveMu sync.Mutex
 	resolved  bool
 }
@@ -97,7 +101,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	cn := &conn{inner: ic, enf: f, params: reporterOf(ic)}
+	cn := &conn{inner: ic, cn: c, enf: f, params: reporterOf(ic)}
 	if err := checkPinned(cn.params); err != nil {
 		ic.Close()
 		return nil, err
@@ -113,7 +117,20 @@ func (c *connector) resolve(ctx context.Context, ic driver.Conn) (*enforcer, err
 	if c.resolved {
 		return c.enforcer.Load(), nil
 	}
-	p, err := resolveCatalog(ctx, ic, c.enforcer.Load().policy)
+	return c.reload(ctx, ic)
+}
+
+// refresh reads the catalog again over ic, after DDL through the driver, and swaps
+// in an enforcer for the new snapshot.
+func (c *connector) refresh(ctx context.Context, ic driver.Conn) error {
+	c.resolveMu.Lock()
+	defer c.resolveMu.Unlock()
+	_, err := c.reload(ctx, ic)
+	return err
+}
+
+func (c *connector) reload(ctx context.Context, ic driver.Conn) (*enforcer, error) {
+	p, err := resolveCatalog(ctx, ic, c.base)
 	if err != nil {
 		return nil, err
 	}

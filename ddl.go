@@ -341,6 +341,16 @@ func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
 	return refuseCodeDDL(what + " in language " + lang)
 }
 
+// parserVersion is the version pg_query stamps on its trees: Deparse refuses a tree
+// without it.
+var parserVersion = sync.OnceValue(func() int32 {
+	tree, err := pg.Parse("SELECT 1")
+	if err != nil {
+		return 0
+	}
+	return tree.Version
+})
+
 // isStatementNode reports whether n is a statement that can stand in a BEGIN ATOMIC body.
 func isStatementNode(n *pg.Node) bool {
 	switch n.Node.(type) {
@@ -353,6 +363,9 @@ func isStatementNode(n *pg.Node) bool {
 
 // judgeBodyNode is judgeBodyText for a statement already parsed.
 func judgeBodyNode(p *Policy, what string, n *pg.Node) *Error {
+	if p.judging != nil && p.judging.callsOnly {
+		return admitCalls(p, n.ProtoReflect()) // lists the calls (snapshot.go)
+	}
 	if e := admitStatement(p, n); e != nil {
 		e.Reason = what + ": " + e.Reason
 		return e
@@ -368,10 +381,3 @@ func judgeBodyNode(p *Policy, what string, n *pg.Node) *Error {
 	}
 	return nil
 }
-
-// parserVersion is the PostgreSQL version number pg_query's parser stamps on its trees,
-// which Deparse checks.
-var parserVersion = sync.OnceValue(func() int32 {
-	s, _ := pg.Scan("")
-	return s.GetVersion()
-})

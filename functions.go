@@ -31,13 +31,20 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 // fenced connection. A function can write anything, and no epoch reaches inside it,
 // so a call passes only when sqlfence can tell it writes no protected table: a
 // built-in that cannot (PostgreSQL forbids STABLE and IMMUTABLE functions to write;
-// the volatile built-ins are reviewed one by one), or a function the policy declares
-// safe. how is "call" or "CALL", for messages.
+// the volatile built-ins are reviewed one by one), a function the policy declares
+// safe, or — with resolve: catalog — a user function whose body, and everything it
+// calls, the catalog shows writes none (snapshot.go). An unqualified name may resolve
+// to a user function of that name in any schema, even one that shadows a built-in,
+// so every one is judged. how is "call" or "CALL", for messages.
 func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 	schema, fn := pgtree.FuncName(name)
 	shown := nameOf(name)
 	if fn == "" {
 		return refuse(nil, how+" of a function sqlfence cannot name", "call functions by name")
+	}
+	if p.judging != nil && p.judging.callsOnly {
+		p.catalog.collect(p.judging, schema, fn)
+		return nil
 	}
 	if p.MatchFunction(schema, fn) {
 		return refuse(nil, how+" of "+shown+", which the policy lists as writing protected tables",
@@ -46,21 +53,37 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 	if p.matchSafeFunction(schema, fn) {
 		return nil
 	}
+	builtin := false
 	if schema == "" || schema == "pg_catalog" {
 		switch {
 		case fn == "set_config":
-			return admitSetConfig(args)
+			if e := admitSetConfig(args); e != nil {
+				return e
+			}
+			builtin = true
 		case pgfunc.RunsQueryText(fn):
 			return refuse(nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
 				"run the query itself through the driver")
 		}
-		if v, ok := pgfunc.Builtin(fn); ok {
-			if v != pgfunc.Volatile || pgfunc.HarmlessVolatile(fn) {
-				return nil
+		if v, ok := p.builtinVolatility(fn); ok && !builtin {
+			if v == pgfunc.Volatile && !pgfunc.HarmlessVolatile(fn) {
+				return refuse(nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
+					"call it outside the driver (a separate connection without sqlfence)")
 			}
-			return refuse(nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
-				"call it outside the driver (a separate connection without sqlfence)")
+			builtin = true
 		}
+	}
+	if p.catalog != nil && schema != "pg_catalog" {
+		if e, found := p.judgeUserCall(schema, fn, shown, how); found || e != nil {
+			return e
+		}
+	}
+	if builtin {
+		return nil
+	}
+	if p.catalog != nil {
+		return refuse(nil, how+" of "+shown+": no function of that name was in the catalog when sqlfence read it",
+			"create it before the application connects, or through the driver with `ddl: allow`; or list it under safe_functions: in the policy")
 	}
 	return refuse(nil, how+" of "+shown+": sqlfence cannot tell whether it writes a protected table (no epoch reaches inside a function)",
 		"if it writes no protected table, list it under safe_functions: in the policy; if it does, write those tables with plain statements under an epoch")

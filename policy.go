@@ -98,9 +98,11 @@ type Policy struct {
 	// migrate through the same handle. DDL that could change which rows are protected
 	// or how the fence reads is refused even then.
 	AllowDDL bool
-	// ResolveCatalog (resolve: catalog): at the first connection, read the catalog to
-	// protect partitions, inheritance children and simple views of protected tables
-	// too, and check every epoch column is bigint NOT NULL.
+	// ResolveCatalog (resolve: catalog): at the first connection, and again after DDL
+	// through the driver, read the catalog to protect partitions, inheritance
+	// children, parents and views of protected tables too, check every epoch column
+	// is bigint NOT NULL, and judge what the text does not show: user functions by
+	// their bodies, triggers, rules and foreign-key actions.
 	ResolveCatalog bool
 
 	// parsed: the policy came from ParsePolicy (or LoadPolicy), whose checks a
@@ -112,6 +114,10 @@ type Policy struct {
 	// appended after parsing is matched as soon as it is there.
 	tables *policyTableIndex
 	funcs  *policyFuncIndex
+	// catalog is what resolve: catalog read (snapshot.go), set only on a connector's
+	// copy; judging is set only on the copy that judges a routine body read from it.
+	catalog *catalogSnapshot
+	judging *bodyJudgment
 }
 
 // QualifiedName is a possibly schema-qualified relation or function name.
@@ -244,8 +250,11 @@ type Table struct {
 	Line        int    // line in the policy file, for messages
 
 	// unfenceable says why writes to this relation are refused: a view over a
-	// protected table that does not show the epoch column (found by resolve: catalog).
-	unfenceable string
+	// protected table that does not show the epoch column, or a parent of a protected
+	// partition without it (found by resolve: catalog); unfenceableFix what to do
+	// instead, when the view's fix does not fit.
+	unfenceable    string
+	unfenceableFix string
 }
 
 const (

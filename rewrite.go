@@ -86,7 +86,11 @@ func (r *rewriter) target(rv *pg.RangeVar) (*Table, *Error) {
 	}
 	t, ambiguous := r.policy.Match(rv.Schemaname, rv.Relname)
 	if t != nil && t.unfenceable != "" {
-		return t, refuse(t, t.unfenceable, "write the base table, or add the epoch column to the view's select list")
+		fix := t.unfenceableFix
+		if fix == "" {
+			fix = "write the base table, or add the epoch column to the view's select list"
+		}
+		return t, refuse(t, t.unfenceable, fix)
 	}
 	if ambiguous {
 		return t, refuse(t, "the unqualified name "+sqlident.Quote(rv.Relname)+" matches several policy entries with different epoch columns or modes",

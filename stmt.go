@@ -12,6 +12,7 @@ import (
 type stmt struct {
 	inner driver.Stmt
 	conn  *conn
+	enf   *enforcer // the enforcer d was decided by
 	d     *decision
 	query string
 }
@@ -37,6 +38,24 @@ func (s *stmt) NumInput() int {
 var errUnfencedPrepared = errors.New("sqlfence.Unfenced cannot run a prepared protected write: its text carries the fence; run it with ExecContext instead")
 
 func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error) {
+	if cn := s.conn.cn; cn != nil && cn.enforcer.Load() != s.enf {
+		// The catalog was read again since the statement was prepared: decide it again.
+		// The server holds the prepared text, so only the same decision can run.
+		d := s.conn.lookup(s.query)
+		if s.conn.enf.policy.Enforce == EnforceShadow {
+			d = passDecision // as PrepareContext: shadow mode sends the text unchanged
+		}
+		if d.act != s.d.act || d.sql != s.d.sql {
+			epoch, _ := EpochFrom(ctx)
+			if d.act == actRefuse {
+				return call{}, d.refusal.forStatement(s.query, epoch)
+			}
+			return call{}, &Error{Kind: ErrRefused, Statement: s.query, Epoch: epoch,
+				Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
+				Fix:    "prepare the statement again"}
+		}
+		s.d, s.enf = d, s.conn.enf
+	}
 	c, err := s.conn.enf.bind(ctx, s.d, s.query, args)
 	if err != nil {
 		return call{}, err
@@ -74,6 +93,11 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, err
 	}
+	if s.d.catalog != 0 {
+		if err := s.conn.catalogChanged(ctx, s.d.catalog); err != nil {
+			return nil, err
+		}
+	}
 	if n, err := res.RowsAffected(); err == nil && (n == 0 || s.d.classify != nil && exactAccounting(ctx)) {
 		if err := s.conn.enf.check(ctx, s.conn.inner, &c, n); err != nil {
 			return nil, err
@@ -96,6 +120,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	} else {
 		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
 		rows, err = s.inner.Query(values(c.args))
+	}
+	if err == nil && s.d.catalog != 0 {
+		return s.conn.afterRows(ctx, rows, s.d.catalog), nil
 	}
 	if err != nil || s.d.classify == nil || !s.d.classify.returning {
 		return rows, err

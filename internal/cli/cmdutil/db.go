@@ -40,6 +40,27 @@ func Connect(ctx context.Context, dsn string, timeout time.Duration) (*pgx.Conn,
 	return conn, nil
 }
 
+// QueryFunc adapts conn to sqlfence.Policy.CheckCatalog and internal/pgcatalog: it
+// runs one query and returns every row's values.
+func QueryFunc(conn *pgx.Conn) func(ctx context.Context, sql string, args ...any) ([][]any, error) {
+	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out [][]any
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, rows.Err()
+	}
+}
+
 // DescribeTarget names the server a config points at, without its password.
 func DescribeTarget(cfg *pgx.ConnConfig) string {
 	host := cfg.Host

@@ -83,7 +83,30 @@ came through the sqlfence driver, or ran SELECT sqlfence.override('<reason>') in
 transaction (logged in sqlfence.override_log). An UPDATE that lowers an epoch fails.
 Remove the guard with: sqlfence guard --drop --apply --dsn ...
 `, ops)
+	g.warnCatalog(ctx, conn, stdout)
 	return nil
+}
+
+// warnCatalog reports what in the catalog writes protected tables from inside the
+// database, where no epoch reaches and the guard lets a driver session through:
+// foreign keys that cascade into them, triggers and rules whose code writes them,
+// triggers and rules on them that can change or redirect their rows. The driver
+// refuses the writes that fire them under resolve: catalog.
+func (g guardScript) warnCatalog(ctx context.Context, conn *pgx.Conn, stdout io.Writer) {
+	findings, err := g.policy.CheckCatalog(ctx, cmdutil.QueryFunc(conn))
+	if err != nil {
+		fmt.Fprintf(stdout, "\nwarning: could not check the catalog for foreign keys, triggers and rules that write protected tables: %v\n", err)
+		return
+	}
+	if len(findings) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "\nwarning: %d %s in the database %s protected tables where no epoch reaches. The driver refuses the\n"+
+		"writes that fire them with `resolve: catalog` in the policy; without it, they run unfenced:\n",
+		len(findings), cmdutil.Plural(len(findings), "object", "objects"), cmdutil.Plural(len(findings), "writes", "write"))
+	for _, f := range findings {
+		fmt.Fprintf(stdout, "  warning: %s %s on %s: %s\n", f.Kind, sqlident.Quote(f.Name), f.Relation, f.Message)
+	}
 }
 
 func (g guardScript) applyDrop(ctx context.Context, conn *pgx.Conn, stdout io.Writer) error {

@@ -1,0 +1,336 @@
+package pgcatalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Snapshot is what resolve: catalog reads besides the relations of each protected
+// table: everything through which a statement can write a protected table without
+// naming it. It is plain data; the driver judges it (sqlfence's snapshot.go), and the
+// sqlfence command reports from the same judgement.
+type Snapshot struct {
+	// Functions are the user functions, procedures and aggregates: every routine
+	// outside pg_catalog and information_schema.
+	Functions []Function
+	// Builtins is the server's own pg_catalog functions by name, each with the most
+	// volatile of its overloads ('i', 's' or 'v').
+	Builtins map[string]byte
+	// Edges are the ways a write to one relation reaches another: a partitioned or
+	// inheritance parent reaches its children, an updatable view its base relations.
+	Edges []Edge
+	// Columns are the columns named like one of the epoch columns asked for.
+	Columns []Column
+	// Triggers are the enabled user triggers (not internal: foreign-key triggers are
+	// ForeignKeys).
+	Triggers []Trigger
+	// Rules are the enabled non-SELECT rules outside the system schemas.
+	Rules []Rule
+	// ForeignKeys are the foreign keys whose ON DELETE or ON UPDATE action writes the
+	// referencing rows (CASCADE, SET NULL, SET DEFAULT).
+	ForeignKeys []ForeignKey
+}
+
+// Function is one routine.
+type Function struct {
+	OID        uint32
+	Schema     string
+	Name       string
+	Kind       string // pg_proc.prokind: f function, p procedure, a aggregate, w window
+	Volatility string // pg_proc.provolatile: i, s or v
+	Language   string
+	// Definition is pg_get_functiondef's CREATE OR REPLACE statement for functions
+	// and procedures in sql and plpgsql, "" for the others.
+	Definition string
+	// Config is pg_proc.proconfig: the routine's SET clauses, "name=value".
+	Config []string
+	// Calls are the support functions of an aggregate (transition, final, ...).
+	Calls []uint32
+}
+
+// Rel names a relation.
+type Rel struct {
+	OID    uint32
+	Schema string
+	Name   string
+	Kind   string // pg_class.relkind
+}
+
+// Edge says that a write to From reaches the relation To.
+type Edge struct {
+	From Rel
+	To   uint32
+	// Kind is 'p' (To is a partition of From), 'i' (an inheritance child) or 'v'
+	// (From is an updatable view over To).
+	Kind byte
+}
+
+// Column is a column named like an epoch column, with its type as format_type spells it.
+type Column struct {
+	Rel  uint32
+	Name string
+	Type string
+}
+
+// Trigger is one user trigger.
+type Trigger struct {
+	OID  uint32
+	Rel  Rel
+	Name string
+	// Type is pg_trigger.tgtype: bit 0 row, 1 before, 2 insert, 3 delete, 4 update,
+	// 5 truncate, 6 instead.
+	Type       int64
+	Function   uint32
+	FuncSchema string
+	FuncName   string
+}
+
+// Trigger type bits (pg_trigger.tgtype).
+const (
+	TriggerRow      = 1 << 0
+	TriggerBefore   = 1 << 1
+	TriggerInsert   = 1 << 2
+	TriggerDelete   = 1 << 3
+	TriggerUpdate   = 1 << 4
+	TriggerTruncate = 1 << 5
+	TriggerInstead  = 1 << 6
+)
+
+// Rule is one non-SELECT rewrite rule.
+type Rule struct {
+	OID  uint32
+	Rel  Rel
+	Name string
+	// Event is pg_rewrite.ev_type: '2' UPDATE, '3' INSERT, '4' DELETE.
+	Event   byte
+	Instead bool
+	// Definition is pg_get_ruledef's CREATE RULE statement.
+	Definition string
+}
+
+// ForeignKey is a foreign key from Child (conrelid) to Parent (confrelid).
+type ForeignKey struct {
+	OID    uint32
+	Name   string
+	Child  Rel
+	Parent Rel
+	// OnDelete and OnUpdate are confdeltype and confupdtype: a no action, r restrict,
+	// c cascade, n set null, d set default.
+	OnDelete, OnUpdate byte
+}
+
+// userSchema is the condition on a namespace alias that leaves out the system
+// schemas, the toast schemas and other sessions' temporary schemas.
+func userSchema(ns string) string {
+	return ns + `.nspname NOT IN ('pg_catalog', 'information_schema') AND ` + ns + `.nspname NOT LIKE 'pg\_toast%' AND ` + ns + `.nspname NOT LIKE 'pg\_temp\_%'`
+}
+
+// FunctionsSQL lists the user routines. Columns: oid, schema, name, prokind,
+// provolatile, language, definition (pg_get_functiondef for sql and plpgsql
+// functions and procedures, else empty), proconfig as a JSON array, an aggregate's
+// support functions as a JSON array of oids.
+var FunctionsSQL = `
+SELECT p.oid::int8, n.nspname::text, p.proname::text, p.prokind::text, p.provolatile::text, l.lanname::text,
+       CASE WHEN p.prokind IN ('f', 'p') AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid) ELSE '' END,
+       coalesce(array_to_json(p.proconfig)::text, '[]'),
+       coalesce((SELECT json_agg(x::int8)::text FROM unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
+           a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) x WHERE x <> 0), '[]')
+FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace
+JOIN pg_language l ON l.oid = p.prolang
+LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid
+WHERE ` + userSchema("n")
+
+// BuiltinsSQL lists the server's pg_catalog functions with the most volatile of each
+// name's overloads ('i' < 's' < 'v').
+const BuiltinsSQL = `
+SELECT p.proname::text, max(p.provolatile::text) FROM pg_proc p
+WHERE p.pronamespace = 'pg_catalog'::regnamespace GROUP BY 1`
+
+// EdgesSQL lists the ways a write to one relation reaches another. Columns: from oid,
+// schema, name, relkind, to oid, kind ('p' partition, 'i' inheritance child, 'v'
+// base relation of an updatable view).
+var EdgesSQL = `
+SELECT i.inhparent::int8, pn.nspname::text, pc.relname::text, pc.relkind::text, i.inhrelid::int8,
+       CASE WHEN cc.relispartition THEN 'p' ELSE 'i' END
+FROM pg_inherits i
+JOIN pg_class pc ON pc.oid = i.inhparent
+JOIN pg_namespace pn ON pn.oid = pc.relnamespace
+JOIN pg_class cc ON cc.oid = i.inhrelid
+WHERE ` + userSchema("pn") + `
+UNION
+SELECT v.oid::int8, vn.nspname::text, v.relname::text, v.relkind::text, d.refobjid::int8, 'v'
+FROM pg_rewrite rw
+JOIN pg_class v ON v.oid = rw.ev_class AND v.relkind = 'v'
+JOIN pg_namespace vn ON vn.oid = v.relnamespace
+JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = rw.oid
+     AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> rw.ev_class
+WHERE rw.rulename = '_RETURN' AND ` + userSchema("vn") + `
+  AND pg_relation_is_updatable(v.oid, false) & 28 <> 0`
+
+// ColumnsSQL lists the columns of tables and views named like one of the epoch
+// columns in $1, a JSON array of names. Columns: relation oid, name, type.
+const ColumnsSQL = `
+SELECT a.attrelid::int8, a.attname::text, format_type(a.atttypid, a.atttypmod)::text
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE a.attname IN (SELECT jsonb_array_elements_text($1::text::jsonb))
+  AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'f', 'v')`
+
+// TriggersSQL lists the enabled user triggers. Columns: oid, relation oid, schema,
+// name, relkind, trigger name, tgtype, function oid, function schema, function name.
+var TriggersSQL = `
+SELECT g.oid::int8, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, g.tgname::text, g.tgtype::int8,
+       p.oid::int8, fn.nspname::text, p.proname::text
+FROM pg_trigger g
+JOIN pg_class c ON c.oid = g.tgrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_proc p ON p.oid = g.tgfoid
+JOIN pg_namespace fn ON fn.oid = p.pronamespace
+WHERE NOT g.tgisinternal AND g.tgenabled <> 'D' AND ` + userSchema("n")
+
+// RulesSQL lists the enabled non-SELECT rules. Columns: oid, relation oid, schema,
+// name, relkind, rule name, event, INSTEAD, pg_get_ruledef.
+var RulesSQL = `
+SELECT r.oid::int8, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, r.rulename::text, r.ev_type::text,
+       r.is_instead, pg_get_ruledef(r.oid)
+FROM pg_rewrite r
+JOIN pg_class c ON c.oid = r.ev_class
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D' AND ` + userSchema("n")
+
+// ForeignKeysSQL lists the foreign keys whose ON DELETE or ON UPDATE action writes
+// the referencing rows, partitions' copies included. Columns: oid, name, child oid,
+// schema, name, relkind, parent oid, schema, name, relkind, confdeltype, confupdtype.
+const ForeignKeysSQL = `
+SELECT k.oid::int8, k.conname::text,
+       cc.oid::int8, cn.nspname::text, cc.relname::text, cc.relkind::text,
+       pc.oid::int8, pn.nspname::text, pc.relname::text, pc.relkind::text,
+       k.confdeltype::text, k.confupdtype::text
+FROM pg_constraint k
+JOIN pg_class cc ON cc.oid = k.conrelid
+JOIN pg_namespace cn ON cn.oid = cc.relnamespace
+JOIN pg_class pc ON pc.oid = k.confrelid
+JOIN pg_namespace pn ON pn.oid = pc.relnamespace
+WHERE k.contype = 'f' AND (k.confdeltype IN ('c', 'n', 'd') OR k.confupdtype IN ('c', 'n', 'd'))`
+
+// LoadSnapshot reads a Snapshot. epochColumns are the policy's epoch column names.
+func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (*Snapshot, error) {
+	s := &Snapshot{Builtins: map[string]byte{}}
+	cols, err := json.Marshal(epochColumns)
+	if err != nil {
+		return nil, err
+	}
+	steps := []struct {
+		what string
+		sql  string
+		args []any
+		n    int
+		row  func(r *row)
+	}{
+		{"functions", FunctionsSQL, nil, 9, func(r *row) {
+			f := Function{OID: r.oid(0), Schema: r.str(1), Name: r.str(2), Kind: r.str(3), Volatility: r.str(4),
+				Language: r.str(5), Definition: r.str(6)}
+			r.json(7, &f.Config)
+			r.json(8, &f.Calls)
+			s.Functions = append(s.Functions, f)
+		}},
+		{"built-in functions", BuiltinsSQL, nil, 2, func(r *row) {
+			if v := r.str(1); len(v) == 1 {
+				s.Builtins[r.str(0)] = v[0]
+			}
+		}},
+		{"relation edges", EdgesSQL, nil, 6, func(r *row) {
+			s.Edges = append(s.Edges, Edge{From: r.rel(0), To: r.oid(4), Kind: r.char(5)})
+		}},
+		{"epoch columns", ColumnsSQL, []any{string(cols)}, 3, func(r *row) {
+			s.Columns = append(s.Columns, Column{Rel: r.oid(0), Name: r.str(1), Type: r.str(2)})
+		}},
+		{"triggers", TriggersSQL, nil, 10, func(r *row) {
+			s.Triggers = append(s.Triggers, Trigger{OID: r.oid(0), Rel: r.rel(1), Name: r.str(5), Type: r.int(6),
+				Function: r.oid(7), FuncSchema: r.str(8), FuncName: r.str(9)})
+		}},
+		{"rules", RulesSQL, nil, 9, func(r *row) {
+			s.Rules = append(s.Rules, Rule{OID: r.oid(0), Rel: r.rel(1), Name: r.str(5), Event: r.char(6),
+				Instead: r.bool(7), Definition: r.str(8)})
+		}},
+		{"foreign keys", ForeignKeysSQL, nil, 12, func(r *row) {
+			s.ForeignKeys = append(s.ForeignKeys, ForeignKey{OID: r.oid(0), Name: r.str(1), Child: r.rel(2), Parent: r.rel(6),
+				OnDelete: r.char(10), OnUpdate: r.char(11)})
+		}},
+	}
+	for _, st := range steps {
+		rows, err := query(ctx, st.sql, st.args...)
+		if err != nil {
+			return nil, fmt.Errorf("pgcatalog: reading %s: %w", st.what, err)
+		}
+		for _, vals := range rows {
+			r := row{vals: vals}
+			if len(vals) != st.n {
+				return nil, fmt.Errorf("pgcatalog: the %s query returned %d columns, want %d", st.what, len(vals), st.n)
+			}
+			st.row(&r)
+			if r.err != nil {
+				return nil, fmt.Errorf("pgcatalog: reading %s: %w", st.what, r.err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// row decodes one result row; the first type mismatch is kept in err.
+type row struct {
+	vals []any
+	err  error
+}
+
+func (r *row) fail(i int, want string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("column %d is %T, want %s", i+1, r.vals[i], want)
+	}
+}
+
+func (r *row) int(i int) int64 {
+	v, ok := r.vals[i].(int64)
+	if !ok {
+		r.fail(i, "int8")
+	}
+	return v
+}
+
+func (r *row) oid(i int) uint32 { return uint32(r.int(i)) }
+
+func (r *row) str(i int) string {
+	v, ok := r.vals[i].(string)
+	if !ok {
+		r.fail(i, "text")
+	}
+	return v
+}
+
+func (r *row) char(i int) byte {
+	if s := r.str(i); len(s) == 1 {
+		return s[0]
+	}
+	r.fail(i, "one character")
+	return 0
+}
+
+func (r *row) bool(i int) bool {
+	v, ok := r.vals[i].(bool)
+	if !ok {
+		r.fail(i, "bool")
+	}
+	return v
+}
+
+func (r *row) json(i int, into any) {
+	if err := json.Unmarshal([]byte(r.str(i)), into); err != nil && r.err == nil {
+		r.err = fmt.Errorf("column %d: %w", i+1, err)
+	}
+}
+
+// rel reads four columns from i: oid, schema, name, relkind.
+func (r *row) rel(i int) Rel {
+	return Rel{OID: r.oid(i), Schema: r.str(i + 1), Name: r.str(i + 2), Kind: r.str(i + 3)}
+}

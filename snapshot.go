@@ -1,0 +1,768 @@
+// The catalog snapshot of resolve: catalog: what the catalog shows about how a
+// statement can write a protected table without naming it — the bodies of user
+// functions, triggers, rules, foreign-key actions, parents and views over protected
+// tables — turned into what the analysis consults. catalog.go reads it from the
+// database (internal/pgcatalog); everything here is analysis and talks to no database.
+
+package sqlfence
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/pgfunc"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
+)
+
+// catalogSnapshot is attached to the private policy of a connector with resolve:
+// catalog. It is read-only once built; the memos only cache answers that depend on
+// nothing but the snapshot and the policy it belongs to.
+type catalogSnapshot struct {
+	funcs    map[string][]*pgcatalog.Function // user routines by name, every schema
+	byOID    map[uint32]*pgcatalog.Function
+	builtins map[string]pgfunc.Volatility // the server's pg_catalog functions
+
+	hazards map[QualifiedName][]*writeHazard // by the relation's schema and name
+	byName  map[string][]*writeHazard        // by name only, for unqualified references
+
+	// findings are the hazards as the catalog has them, before they are carried to
+	// the parents and views that reach them: what `sqlfence guard` reports.
+	findings []CatalogFinding
+
+	judged   sync.Map // function oid → *funcJudgment: its own body
+	verdicts sync.Map // function oid → verdict: its body and everything it calls
+}
+
+// CatalogFinding is something the catalog holds that makes sqlfence refuse writes the
+// statement's text does not show: a foreign key that cascades into a protected table,
+// a trigger or rule whose code writes one, a trigger or rule on a protected table that
+// can change or redirect its rows.
+type CatalogFinding struct {
+	Relation string // the relation whose writes are refused, schema-qualified
+	Kind     string // "foreign key", "trigger" or "rule"
+	Name     string // the constraint, trigger or rule
+	Events   string // the writes refused: "INSERT, UPDATE", …
+	Message  string // why, and what to do
+}
+
+// events is a set of kinds of write.
+type events uint8
+
+const (
+	evInsert events = 1 << iota
+	evUpdate
+	evDelete
+	evTruncate
+)
+
+func (e events) String() string {
+	var parts []string
+	for _, x := range []struct {
+		e    events
+		name string
+	}{{evInsert, "INSERT"}, {evUpdate, "UPDATE"}, {evDelete, "DELETE"}, {evTruncate, "TRUNCATE"}} {
+		if e&x.e != 0 {
+			parts = append(parts, x.name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeHazard makes writes of some kinds to a relation refused: they would reach a
+// protected table where no epoch goes, or run code sqlfence cannot verify.
+type writeHazard struct {
+	events events
+	table  string // the protected table concerned, for Error.Table; may be ""
+	reason string // completes "<KIND> of <relation>: "
+	fix    string
+}
+
+// funcJudgment is what a routine's own body does: refused, or the user routines it
+// may call.
+type funcJudgment struct {
+	err   *Error
+	calls []uint32
+}
+
+type verdict struct{ err *Error }
+
+// withSnapshot returns p extended from the catalog: the parents of protected
+// partitions and children and the views over views over protected tables are
+// protected like the table (or refused, without the epoch column), and the snapshot
+// is attached for the analysis. protected maps the relations resolveCatalog found
+// (the tables, their partitions and children, the views directly over them) to the
+// policy entry they belong to.
+func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Table) *Policy {
+	s := &catalogSnapshot{
+		funcs:    map[string][]*pgcatalog.Function{},
+		byOID:    map[uint32]*pgcatalog.Function{},
+		builtins: map[string]pgfunc.Volatility{},
+	}
+	for i := range raw.Functions {
+		f := &raw.Functions[i]
+		s.funcs[f.Name] = append(s.funcs[f.Name], f)
+		s.byOID[f.OID] = f
+	}
+	for name, v := range raw.Builtins {
+		s.builtins[name] = pgfunc.Volatility(v)
+	}
+
+	// Relations whose writes reach a protected one: parents (a write to a parent
+	// reaches its partitions and children) and updatable views, at any depth.
+	cols := map[uint32]map[string]string{}
+	for _, c := range raw.Columns {
+		if cols[c.Rel] == nil {
+			cols[c.Rel] = map[string]string{}
+		}
+		cols[c.Rel][c.Name] = c.Type
+	}
+	reaching := map[uint32][]pgcatalog.Edge{} // by the relation reached
+	for _, e := range raw.Edges {
+		reaching[e.To] = append(reaching[e.To], e)
+	}
+	target := map[uint32]*Table{}
+	var queue []uint32
+	for oid, t := range protected {
+		target[oid] = t
+		queue = append(queue, oid)
+	}
+	seen := map[QualifiedName]int{}
+	for i, t := range p.Tables {
+		seen[t.QualifiedName] = i
+	}
+	var extra []Table
+	for len(queue) > 0 {
+		oid := queue[0]
+		queue = queue[1:]
+		for _, e := range reaching[oid] {
+			if _, done := target[e.From.OID]; done {
+				continue
+			}
+			t := target[oid]
+			target[e.From.OID] = t
+			queue = append(queue, e.From.OID)
+			rel := QualifiedName{Schema: e.From.Schema, Name: e.From.Name}
+			nt := Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Line: t.Line}
+			name, col := sqlident.QuoteQualified(rel.Schema, rel.Name), sqlident.Quote(t.EpochColumn)
+			switch typ := cols[e.From.OID][t.EpochColumn]; {
+			case typ == "bigint":
+			case e.From.Kind == "v":
+				nt.unfenceable = "the view " + name + " writes the protected table " + t.QualifiedName.String() + " through other views but has no bigint " + col + " column"
+			default:
+				nt.unfenceable = "a write to " + name + " reaches the protected table " + t.QualifiedName.String() + " (a partition or inheritance child of it), but " + name + " has no bigint " + col + " column to carry the fence"
+				nt.unfenceableFix = "write the protected partition or child itself under an epoch, or add the epoch column to " + name + " (ALTER TABLE " + name + " ADD COLUMN " + col + " bigint NOT NULL DEFAULT 0)"
+			}
+			if i, dup := seen[rel]; dup {
+				// Already a policy entry or reached before: only a disagreement matters.
+				if i >= 0 && i < len(p.Tables) {
+					continue
+				}
+				if x := &extra[i-len(p.Tables)]; x.unfenceable == "" && (x.EpochColumn != nt.EpochColumn || x.Mode != nt.Mode) {
+					x.unfenceable = "a write to " + name + " reaches protected tables with different epoch columns or modes"
+				}
+				continue
+			}
+			if nt.unfenceable == "" && t.Schema == "" && rel.Name == t.Name {
+				continue // the unqualified policy entry covers it
+			}
+			seen[rel] = len(p.Tables) + len(extra)
+			extra = append(extra, nt)
+		}
+	}
+	base := p.withTables(extra)
+
+	// The hazards that do not depend on judging code, then the fixpoint of those
+	// that do: a trigger's function can write a table whose own trigger writes a
+	// protected one, so judging code consults the hazards found so far until no more
+	// are found (each round can only add some).
+	static := s.staticHazards(raw, protected, target)
+	var dynamic []*baseHazard
+	for round := 0; ; round++ {
+		cur := s.withHazards(raw, append(append([]*baseHazard(nil), static...), dynamic...))
+		next := cur.dynamicHazards(base.withCatalog(cur), raw)
+		if len(next) == len(dynamic) || round > len(raw.Triggers)+len(raw.Rules) {
+			return base.withCatalog(cur)
+		}
+		dynamic = next
+	}
+}
+
+// withCatalog returns a copy of p that consults s.
+func (p *Policy) withCatalog(s *catalogSnapshot) *Policy {
+	c := *p
+	c.catalog = s
+	return &c
+}
+
+// baseHazard is a hazard where the catalog has it, before it is carried to the
+// relations that reach it.
+type baseHazard struct {
+	rel  pgcatalog.Rel
+	kind string // for CatalogFinding
+	name string
+	writeHazard
+}
+
+// triggerEvents maps a trigger's type to the writes that fire it.
+func triggerEvents(tgtype int64) events {
+	var e events
+	if tgtype&pgcatalog.TriggerInsert != 0 {
+		e |= evInsert
+	}
+	if tgtype&pgcatalog.TriggerUpdate != 0 {
+		e |= evUpdate
+	}
+	if tgtype&pgcatalog.TriggerDelete != 0 {
+		e |= evDelete
+	}
+	if tgtype&pgcatalog.TriggerTruncate != 0 {
+		e |= evTruncate
+	}
+	return e
+}
+
+func ruleEvents(ev byte) events {
+	switch ev {
+	case '2':
+		return evUpdate
+	case '3':
+		return evInsert
+	case '4':
+		return evDelete
+	}
+	return evInsert | evUpdate | evDelete
+}
+
+func relName(r pgcatalog.Rel) string { return sqlident.QuoteQualified(r.Schema, r.Name) }
+
+// writesChild reports whether a foreign-key action letter writes the referencing rows:
+// c cascade, n set null, d set default.
+func writesChild(action byte) bool { return action == 'c' || action == 'n' || action == 'd' }
+
+func actionName(action byte) string {
+	switch action {
+	case 'c':
+		return "CASCADE"
+	case 'n':
+		return "SET NULL"
+	case 'd':
+		return "SET DEFAULT"
+	case 'r':
+		return "RESTRICT"
+	}
+	return "NO ACTION"
+}
+
+func fkActions(fk pgcatalog.ForeignKey) string {
+	var parts []string
+	if writesChild(fk.OnDelete) {
+		parts = append(parts, "ON DELETE "+actionName(fk.OnDelete))
+	}
+	if writesChild(fk.OnUpdate) {
+		parts = append(parts, "ON UPDATE "+actionName(fk.OnUpdate))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// staticHazards are the hazards the catalog shows without judging code: foreign keys
+// that cascade into protected tables, INSTEAD rules on protected relations, and
+// BEFORE and INSTEAD OF triggers on them whose functions are VOLATILE. target holds
+// every relation that is protected or reaches a protected one.
+func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, target map[uint32]*Table) []*baseHazard {
+	var out []*baseHazard
+	for _, fk := range raw.ForeignKeys {
+		if protected[fk.Child.OID] == nil || fk.Child.Kind == "v" {
+			continue
+		}
+		var ev events
+		if writesChild(fk.OnDelete) {
+			ev |= evDelete
+		}
+		if writesChild(fk.OnUpdate) {
+			ev |= evUpdate
+		}
+		child := relName(fk.Child)
+		out = append(out, &baseHazard{rel: fk.Parent, kind: "foreign key", name: fk.Name, writeHazard: writeHazard{
+			events: ev, table: child,
+			reason: "it cascades into the protected table " + child + " through the foreign key " + sqlident.Quote(fk.Name) +
+				" (" + fkActions(fk) + "), and the cascaded write carries no epoch",
+			fix: "make the foreign key NO ACTION or RESTRICT (a migration outside the driver) and delete or update the rows of " +
+				child + " explicitly under an epoch before those of " + relName(fk.Parent),
+		}})
+	}
+	for _, tr := range raw.Triggers {
+		// The built-in trigger functions (suppress_redundant_updates_trigger,
+		// tsvector_update_trigger) change no bigint column and redirect nothing; the
+		// guard's own (schema sqlfence) only check.
+		if tr.FuncSchema == "sqlfence" || tr.FuncSchema == "pg_catalog" || target[tr.Rel.OID] == nil ||
+			tr.Type&(pgcatalog.TriggerBefore|pgcatalog.TriggerInstead) == 0 {
+			continue
+		}
+		if v := s.volatility(tr.Function, tr.FuncSchema, tr.FuncName); v != pgfunc.Volatile {
+			continue
+		}
+		when := "BEFORE"
+		if tr.Type&pgcatalog.TriggerInstead != 0 {
+			when = "INSTEAD OF"
+		}
+		fn := QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()
+		out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
+			events: triggerEvents(tr.Type), table: relName(tr.Rel),
+			reason: "its " + when + " trigger " + sqlident.Quote(tr.Name) + " runs the VOLATILE function " + fn +
+				", which can change the epoch column or redirect the fenced write where sqlfence cannot verify it",
+			fix: "if " + fn + " changes neither the epoch column nor where the row goes, declare it STABLE (a migration outside the driver); otherwise drop the trigger",
+		}})
+	}
+	for _, r := range raw.Rules {
+		if target[r.Rel.OID] == nil || !r.Instead {
+			continue
+		}
+		out = append(out, &baseHazard{rel: r.Rel, kind: "rule", name: r.Name, writeHazard: writeHazard{
+			events: ruleEvents(r.Event), table: relName(r.Rel),
+			reason: "its INSTEAD rule " + sqlident.Quote(r.Name) + " replaces the fenced write with statements sqlfence does not fence",
+			fix:    "drop the rule (a migration outside the driver) and write the tables with plain statements under an epoch",
+		}})
+	}
+	return out
+}
+
+// volatility returns a function's volatility: a user function's own, a built-in's
+// most volatile overload.
+func (s *catalogSnapshot) volatility(oid uint32, schema, name string) pgfunc.Volatility {
+	if f := s.byOID[oid]; f != nil && len(f.Volatility) == 1 {
+		return pgfunc.Volatility(f.Volatility[0])
+	}
+	if schema == "pg_catalog" {
+		if v, ok := s.builtins[name]; ok {
+			return v
+		}
+		if v, ok := pgfunc.Builtin(name); ok {
+			return v
+		}
+	}
+	return pgfunc.Volatile
+}
+
+// dynamicHazards judges the code of every trigger and rule with p, which consults s:
+// a trigger whose function, or a rule whose actions, sqlfence refuses makes the
+// writes that fire it refused (fence what can be fenced, refuse the rest: the
+// trigger's write cannot carry the epoch).
+func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*baseHazard {
+	var out []*baseHazard
+	for _, tr := range raw.Triggers {
+		if tr.FuncSchema == "sqlfence" {
+			continue
+		}
+		e := s.judgeTriggerFunction(p, tr)
+		if e == nil {
+			continue
+		}
+		e = namingTable(e)
+		out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
+			events: triggerEvents(tr.Type), table: e.Table,
+			reason: "its trigger " + sqlident.Quote(tr.Name) + " runs " + QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String() +
+				": " + e.Reason + triggerNote(e.Reason),
+			fix: "write the protected table with plain statements under an epoch instead of from the trigger, or drop the trigger (a migration outside the driver)",
+		}})
+	}
+	for _, r := range raw.Rules {
+		e := judgeRuleDefinition(p, r)
+		if e == nil {
+			continue
+		}
+		e = namingTable(e)
+		out = append(out, &baseHazard{rel: r.Rel, kind: "rule", name: r.Name, writeHazard: writeHazard{
+			events: ruleEvents(r.Event), table: e.Table,
+			reason: "its rule " + sqlident.Quote(r.Name) + ": " + e.Reason,
+			fix:    "drop the rule (a migration outside the driver) and write the tables with plain statements under an epoch",
+		}})
+	}
+	return out
+}
+
+// triggerNote says why a trigger's write is refused rather than fenced, once.
+func triggerNote(reason string) string {
+	const note = " (a trigger's write cannot carry the epoch)"
+	if strings.Contains(reason, note) {
+		return ""
+	}
+	return note
+}
+
+// namingTable returns e with its protected table named in the reason, for messages
+// that carry only the reason.
+func namingTable(e *Error) *Error {
+	if e.Table == "" || strings.Contains(e.Reason, e.Table) {
+		return e
+	}
+	c := *e
+	c.Reason += " (the protected table " + e.Table + ")"
+	return &c
+}
+
+// judgeTriggerFunction judges the function a trigger runs like a call of it: the
+// policy's lists first, then its body. Built-in trigger functions write no table.
+func (s *catalogSnapshot) judgeTriggerFunction(p *Policy, tr pgcatalog.Trigger) *Error {
+	switch {
+	case p.MatchFunction(tr.FuncSchema, tr.FuncName):
+		return refuse(nil, "the function "+QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()+", which the policy lists as writing protected tables",
+			"write the tables with plain statements under an epoch")
+	case p.matchSafeFunction(tr.FuncSchema, tr.FuncName), tr.FuncSchema == "pg_catalog":
+		return nil
+	}
+	return s.verdict(p, tr.Function)
+}
+
+// judgeRuleDefinition judges a rule's condition and actions like statements sent
+// through the driver that may write no protected table.
+func judgeRuleDefinition(p *Policy, r pgcatalog.Rule) *Error {
+	tree, e := parseBounded(r.Definition)
+	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetRuleStmt() == nil {
+		return refuse(nil, "sqlfence cannot read it", "drop the rule (a migration outside the driver)")
+	}
+	rs := tree.Stmts[0].Stmt.GetRuleStmt()
+	if rs.WhereClause != nil {
+		if e := admitCalls(p, rs.WhereClause.ProtoReflect()); e != nil {
+			return e
+		}
+	}
+	for _, a := range rs.Actions {
+		if e := admitStatement(p, a); e != nil {
+			return e
+		}
+		if t := tableIn(p, a.ProtoReflect()); t != nil {
+			return refuse(t, "it writes the protected table "+t.QualifiedName.String()+", and no epoch reaches a rule",
+				"write the table with plain statements under an epoch")
+		}
+	}
+	return nil
+}
+
+// withHazards returns a snapshot with s's functions and the hazards list carried to
+// every relation whose writes reach them, with fresh memos.
+func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazard) *catalogSnapshot {
+	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins,
+		hazards: map[QualifiedName][]*writeHazard{}, byName: map[string][]*writeHazard{}}
+	reaching := map[uint32][]pgcatalog.Edge{}
+	for _, e := range raw.Edges {
+		reaching[e.To] = append(reaching[e.To], e)
+	}
+	byChild := map[uint32][]pgcatalog.ForeignKey{}
+	for _, fk := range raw.ForeignKeys {
+		byChild[fk.Child.OID] = append(byChild[fk.Child.OID], fk)
+	}
+	type key struct {
+		rel    uint32
+		origin *baseHazard
+	}
+	at := map[key]*writeHazard{}
+	type item struct {
+		rel    pgcatalog.Rel
+		origin *baseHazard
+		h      *writeHazard
+	}
+	var queue []item
+	add := func(rel pgcatalog.Rel, origin *baseHazard, ev events, reason string) {
+		if ev == 0 {
+			return
+		}
+		k := key{rel.OID, origin}
+		if h := at[k]; h != nil {
+			if h.events|ev == h.events {
+				return
+			}
+			h.events |= ev
+			queue = append(queue, item{rel, origin, h})
+			return
+		}
+		h := &writeHazard{events: ev, table: origin.table, reason: reason, fix: origin.fix}
+		at[k] = h
+		q := QualifiedName{Schema: rel.Schema, Name: rel.Name}
+		n.hazards[q] = append(n.hazards[q], h)
+		n.byName[rel.Name] = append(n.byName[rel.Name], h)
+		queue = append(queue, item{rel, origin, h})
+	}
+	for _, b := range list {
+		add(b.rel, b, b.events, b.reason)
+		n.findings = append(n.findings, CatalogFinding{Relation: relName(b.rel), Kind: b.kind, Name: b.name,
+			Events: b.events.String(), Message: b.events.String() + " of " + relName(b.rel) + " is refused: " + b.reason + "; " + b.fix})
+	}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		ev, name := it.h.events, relName(it.rel)
+		for _, e := range reaching[it.rel.OID] {
+			var via string
+			mapped := ev
+			switch e.Kind {
+			case 'p':
+				via = "its partition"
+				if ev&(evInsert|evDelete) != 0 {
+					mapped |= evUpdate // an UPDATE that moves a row to another partition deletes and inserts
+				}
+			case 'i':
+				via = "its inheritance child"
+				mapped &^= evInsert // an INSERT into the parent stays in the parent
+			default:
+				via = "the relation under the view"
+				mapped &^= evTruncate
+			}
+			add(e.From, it.origin, mapped, "it reaches "+name+" ("+via+"), and "+it.h.reason)
+		}
+		for _, fk := range byChild[it.rel.OID] {
+			var mapped events
+			if fk.OnDelete == 'c' && ev&evDelete != 0 || (fk.OnDelete == 'n' || fk.OnDelete == 'd') && ev&evUpdate != 0 {
+				mapped |= evDelete
+			}
+			if writesChild(fk.OnUpdate) && ev&evUpdate != 0 {
+				mapped |= evUpdate
+			}
+			add(fk.Parent, it.origin, mapped, "it reaches "+name+" through the foreign key "+sqlident.Quote(fk.Name)+" ("+fkActions(fk)+"), and "+it.h.reason)
+		}
+	}
+	return n
+}
+
+// judgeWrite refuses a write the catalog shows reaches a protected table unfenced.
+// s may be nil (no resolve: catalog).
+func (s *catalogSnapshot) judgeWrite(w pgtree.Write) *Error {
+	if s == nil || w.Relation == nil {
+		return nil
+	}
+	var ev events
+	switch n := w.Node.(type) {
+	case *pg.InsertStmt:
+		ev = evInsert
+		if n.OnConflictClause.GetAction() == pg.OnConflictAction_ONCONFLICT_UPDATE {
+			ev |= evUpdate
+		}
+	case *pg.UpdateStmt:
+		ev = evUpdate
+	case *pg.DeleteStmt:
+		ev = evDelete
+	case *pg.MergeStmt:
+		for _, c := range n.MergeWhenClauses {
+			switch c.GetMergeWhenClause().GetCommandType() {
+			case pg.CmdType_CMD_INSERT:
+				ev |= evInsert
+			case pg.CmdType_CMD_UPDATE:
+				ev |= evUpdate
+			case pg.CmdType_CMD_DELETE:
+				ev |= evDelete
+			}
+		}
+	}
+	return s.judgeRelationWrite(w.Relation, ev, w.Kind)
+}
+
+// judgeRelationWrite refuses writes of the kinds ev to rv when a hazard covers them.
+// An unqualified name may resolve to the relation of that name in any schema.
+func (s *catalogSnapshot) judgeRelationWrite(rv *pg.RangeVar, ev events, kind string) *Error {
+	if s == nil || rv == nil {
+		return nil
+	}
+	list := s.byName[rv.Relname]
+	if rv.Schemaname != "" {
+		list = s.hazards[QualifiedName{Schema: rv.Schemaname, Name: rv.Relname}]
+	}
+	for _, h := range list {
+		if h.events&ev != 0 {
+			e := refuse(nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, h.fix)
+			e.Table = h.table
+			return e
+		}
+	}
+	return nil
+}
+
+// candidates are the user routines a call of schema.name may reach: with no schema,
+// every one of that name, since search_path decides.
+func (s *catalogSnapshot) candidates(schema, name string) []*pgcatalog.Function {
+	all := s.funcs[name]
+	if schema == "" {
+		return all
+	}
+	var out []*pgcatalog.Function
+	for _, f := range all {
+		if f.Schema == schema {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func funcWhat(f *pgcatalog.Function) string {
+	kind := "the function "
+	if f.Kind == "p" {
+		kind = "the procedure "
+	}
+	return kind + QualifiedName{Schema: f.Schema, Name: f.Name}.String()
+}
+
+// funcName names a routine for messages.
+func (s *catalogSnapshot) funcName(oid uint32) string {
+	if f := s.byOID[oid]; f != nil {
+		return QualifiedName{Schema: f.Schema, Name: f.Name}.String()
+	}
+	return "with oid " + strconv.FormatUint(uint64(oid), 10)
+}
+
+// verdict judges a user routine and, transitively, every user routine it may call.
+func (s *catalogSnapshot) verdict(p *Policy, oid uint32) *Error {
+	if v, ok := s.verdicts.Load(oid); ok {
+		return v.(verdict).err
+	}
+	from := map[uint32]uint32{oid: 0}
+	queue := []uint32{oid}
+	var err *Error
+	for len(queue) > 0 && err == nil {
+		o := queue[0]
+		queue = queue[1:]
+		f := s.byOID[o]
+		if f == nil {
+			err = refuse(nil, "a routine (oid "+strconv.FormatUint(uint64(o), 10)+") that was not in the catalog when sqlfence read it",
+				"if it was created since by a migration outside the driver, restart the application so sqlfence reads the catalog again")
+		} else if j := s.direct(p, f); j.err != nil {
+			err = j.err
+		} else {
+			for _, c := range j.calls {
+				if _, seen := from[c]; !seen {
+					from[c] = o
+					queue = append(queue, c)
+				}
+			}
+			continue
+		}
+		if o != oid {
+			// Name the path: "the function public.a calls public.b, which calls public.c: …".
+			var chain []string
+			for x := o; x != 0; x = from[x] {
+				chain = append(chain, s.funcName(x))
+			}
+			var b strings.Builder
+			if f := s.byOID[oid]; f != nil {
+				b.WriteString(funcWhat(f))
+			} else {
+				b.WriteString("the routine " + chain[len(chain)-1])
+			}
+			for i := len(chain) - 2; i >= 0; i-- {
+				if i == len(chain)-2 {
+					b.WriteString(" calls ")
+				} else {
+					b.WriteString(", which calls ")
+				}
+				b.WriteString(chain[i])
+			}
+			c := *err
+			c.Reason = b.String() + ": " + c.Reason
+			err = &c
+		}
+	}
+	s.verdicts.Store(oid, verdict{err})
+	return err
+}
+
+// direct judges a routine's own body, and lists the user routines it may call. A
+// VOLATILE function or a procedure is read from the catalog and judged like a body
+// created through the driver: refused when it writes a protected table, runs dynamic
+// SQL, or cannot be read. A STABLE or IMMUTABLE function cannot write (PostgreSQL
+// forbids its statements to), but the functions it calls run with their own
+// volatility, so they are listed. Any routine's SET clauses are judged like SET.
+func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment {
+	if j, ok := s.judged.Load(f.OID); ok {
+		return j.(*funcJudgment)
+	}
+	j := &funcJudgment{}
+	what := funcWhat(f)
+	for _, c := range f.Config {
+		name, value, _ := strings.Cut(c, "=")
+		if !settingAllowed(name) && !setsPinnedValue(&pg.VariableSetStmt{Kind: pg.VariableSetKind_VAR_SET_VALUE, Name: strings.ToLower(name),
+			Args: []*pg.Node{pg.MakeAConstStrNode(value, 0)}}) {
+			j.err = refuseSetting(name, "SET")
+			j.err.Reason = what + " has a SET clause: " + j.err.Reason
+			break
+		}
+	}
+	switch {
+	case j.err != nil:
+	case f.Kind == "a":
+		j.calls = f.Calls
+	case f.Kind != "p" && f.Volatility != "v":
+		if f.Definition != "" {
+			_, j.calls = judgeDefinition(p, what, f.Definition, true)
+		}
+	case f.Definition == "":
+		j.err = refuse(nil, what+" is VOLATILE and written in "+f.Language+", which sqlfence cannot read",
+			"if it writes no protected table, list it under safe_functions: in the policy")
+	default:
+		j.err, j.calls = judgeDefinition(p, what, f.Definition, false)
+	}
+	v, _ := s.judged.LoadOrStore(f.OID, j)
+	return v.(*funcJudgment)
+}
+
+// bodyJudgment is set on the copy of the policy that judges a routine body read from
+// the catalog: calls of user routines in it are listed, not judged (verdict follows
+// them), and with callsOnly nothing else is judged.
+type bodyJudgment struct {
+	calls     []uint32
+	callsOnly bool
+}
+
+// judgeDefinition judges a routine from its CREATE statement (pg_get_functiondef).
+func judgeDefinition(p *Policy, what, def string, callsOnly bool) (*Error, []uint32) {
+	q := *p
+	q.judging = &bodyJudgment{callsOnly: callsOnly}
+	tree, e := parseBounded(def)
+	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateFunctionStmt() == nil {
+		return refuse(nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil
+	}
+	e = admitRoutine(&q, tree.Stmts[0].Stmt, tree.Stmts[0].Stmt.GetCreateFunctionStmt())
+	return e, q.judging.calls
+}
+
+// collect lists the user routines a call may reach, for the body being judged.
+func (s *catalogSnapshot) collect(j *bodyJudgment, schema, name string) {
+	for _, f := range s.candidates(schema, name) {
+		j.calls = append(j.calls, f.OID)
+	}
+}
+
+// judgeUserCall judges a call of schema.name against the user routines it may reach.
+// found reports whether there is any.
+func (p *Policy) judgeUserCall(schema, name, shown, how string) (e *Error, found bool) {
+	s := p.catalog
+	cands := s.candidates(schema, name)
+	if len(cands) == 0 {
+		return nil, false
+	}
+	if p.judging != nil {
+		s.collect(p.judging, schema, name)
+		return nil, true
+	}
+	for _, f := range cands {
+		if err := s.verdict(p, f.OID); err != nil {
+			e := *err
+			e.Reason = how + " of " + shown + ": " + err.Reason
+			return &e, true
+		}
+	}
+	return nil, true
+}
+
+// builtinVolatility is the volatility of the built-in name: the embedded list's and,
+// with a catalog snapshot, the server's, whichever is more volatile.
+func (p *Policy) builtinVolatility(name string) (pgfunc.Volatility, bool) {
+	v, ok := pgfunc.Builtin(name)
+	if p.catalog != nil {
+		if sv, sok := p.catalog.builtins[name]; sok && (!ok || sv > v) {
+			v, ok = sv, true
+		}
+	}
+	return v, ok
+}
