@@ -239,14 +239,20 @@ func TestSnapshotTriggersAndRules(t *testing.T) {
 		CREATE TABLE shelf (sku text PRIMARY KEY, quantity int NOT NULL, note text, writer_epoch bigint NOT NULL DEFAULT 0);
 		INSERT INTO shelf VALUES ('a', 1, '', 5);
 		CREATE FUNCTION mark() RETURNS trigger STABLE LANGUAGE plpgsql AS $$ BEGIN NEW.note := 'marked'; RETURN NEW; END $$;
-		CREATE TRIGGER shelf_mark BEFORE UPDATE ON shelf FOR EACH ROW EXECUTE FUNCTION mark();`,
-		"version: 1\nresolve: catalog\ntables:\n  - name: inventory\n  - name: stock\n  - name: shelf\n")
+		CREATE TRIGGER shelf_mark BEFORE UPDATE ON shelf FOR EACH ROW EXECUTE FUNCTION mark();
+		CREATE TABLE rack (sku text PRIMARY KEY, quantity int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
+		INSERT INTO rack VALUES ('a', 1, 5);
+		CREATE FUNCTION keep_low() RETURNS trigger STABLE LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := 0; RETURN NEW; END $$;
+		CREATE TRIGGER rack_low BEFORE UPDATE ON rack FOR EACH ROW EXECUTE FUNCTION keep_low();`,
+		"version: 1\nresolve: catalog\ntables:\n  - name: inventory\n  - name: stock\n  - name: shelf\n  - name: rack\n")
 	states := []string{snapshotInventoryState, `SELECT count(*)::text FROM orders`, `SELECT count(*)::text FROM notes`,
 		`SELECT string_agg(sku || ':' || quantity || ':' || writer_epoch, ' ') FROM stock`}
 	f.refused(t, `INSERT INTO orders VALUES (1)`, states, "INSERT of orders", "trigger orders_take", "public.take_stock", "cannot carry the epoch")
 	f.refused(t, `COPY orders FROM STDIN`, states, "trigger orders_take")
 	f.refused(t, `INSERT INTO notes VALUES (1)`, states, "rule notes_zero", "inventory")
-	f.refused(t, `UPDATE stock SET quantity = 2`, states, "BEFORE trigger stock_bump", "VOLATILE function public.bump", "declare it STABLE")
+	f.refused(t, `UPDATE stock SET quantity = 2`, states, "BEFORE trigger stock_bump", "function public.bump", "may not mention the epoch column")
+	// STABLE changes nothing: setting NEW.writer_epoch is not a database write.
+	f.refused(t, `UPDATE rack SET quantity = 2`, states, "BEFORE trigger rack_low", "function public.keep_low")
 	f.passes(t, `UPDATE orders SET id = 2`) // the trigger fires on INSERT only
 	f.passes(t, `INSERT INTO audited VALUES (1)`)
 	if got := f.state(t, `SELECT count(*)::text FROM log`); got != "3" {

@@ -7,6 +7,7 @@
 package sqlfence
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,19 +304,18 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 			tr.Type&(pgcatalog.TriggerBefore|pgcatalog.TriggerInstead) == 0 {
 			continue
 		}
-		if v := s.volatility(tr.Function, tr.FuncSchema, tr.FuncName); v != pgfunc.Volatile {
-			continue
-		}
 		when := "BEFORE"
 		if tr.Type&pgcatalog.TriggerInstead != 0 {
 			when = "INSTEAD OF"
+		} else if s.leavesEpochColumn(tr.Function, target[tr.Rel.OID].EpochColumn) {
+			continue
 		}
 		fn := QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()
 		out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
 			events: triggerEvents(tr.Type), table: relName(tr.Rel),
-			reason: "its " + when + " trigger " + sqlident.Quote(tr.Name) + " runs the VOLATILE function " + fn +
+			reason: "its " + when + " trigger " + sqlident.Quote(tr.Name) + " runs the function " + fn +
 				", which can change the epoch column or redirect the fenced write where sqlfence cannot verify it",
-			fix: "if " + fn + " changes neither the epoch column nor where the row goes, declare it STABLE (a migration outside the driver); otherwise drop the trigger",
+			fix: "a BEFORE trigger on a protected table may not mention the epoch column or assign NEW as a whole (an updated_at trigger that sets NEW.updated_at passes); change " + fn + " or drop the trigger (a migration outside the driver)",
 		}})
 	}
 	for _, r := range raw.Rules {
@@ -330,6 +330,22 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 	}
 	return out
 }
+
+// leavesEpochColumn reports whether a BEFORE trigger's function provably leaves the
+// epoch column alone: its definition can be read (SQL or PL/pgSQL), never names the
+// column, and never assigns the whole row (NEW := …, NEW = …). Volatility says nothing
+// here: assigning NEW.writer_epoch is not a database write, so a STABLE function can.
+func (s *catalogSnapshot) leavesEpochColumn(oid uint32, epochColumn string) bool {
+	f := s.byOID[oid]
+	if f == nil || f.Definition == "" {
+		return false
+	}
+	def := strings.ToLower(f.Definition)
+	return !strings.Contains(def, strings.ToLower(epochColumn)) && !wholeRowAssignment.MatchString(def)
+}
+
+// wholeRowAssignment finds an assignment to NEW as a whole in a trigger function.
+var wholeRowAssignment = regexp.MustCompile(`\bnew\s*:?=[^=]`)
 
 // volatility returns a function's volatility: a user function's own, a built-in's
 // most volatile overload.
