@@ -18,7 +18,6 @@ UPDATE stock SET quantity = 0 WHERE sku = 'a'
 
 --! name: view-over-view
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a view over a protected view is not followed
 --! policy: catalog
 --! setup
 CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
@@ -28,7 +27,6 @@ UPDATE stock_levels SET quantity = 0 WHERE sku = 'a'
 
 --! name: view-over-view-without-epoch
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a view over a protected view is not followed
 --! policy: catalog
 --! setup
 CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
@@ -38,7 +36,6 @@ DELETE FROM stock_levels WHERE sku = 'a'
 
 --! name: view-three-levels
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a view over a protected view is not followed
 --! policy: catalog
 --! setup
 CREATE VIEW v1 AS SELECT * FROM inventory;
@@ -49,7 +46,6 @@ UPDATE v3 SET quantity = 0
 
 --! name: view-over-billing-in-other-schema
 --! class: catalog-resolve
---! known_hole: resolve: catalog: a view over a protected view is not followed
 --! policy: catalog
 --! setup
 CREATE SCHEMA reporting;
@@ -60,7 +56,6 @@ UPDATE reporting.totals SET total = 0
 
 --! name: unprotected-partitioned-parent
 --! class: catalog-resolve
---! known_hole: resolve: catalog: an unprotected partitioned parent writes the protected partition
 --! policy: catalog
 --! setup
 CREATE TABLE all_stock (sku text NOT NULL, quantity int NOT NULL, note text, writer_epoch bigint NOT NULL DEFAULT 0) PARTITION BY LIST (sku);
@@ -70,7 +65,6 @@ UPDATE all_stock SET quantity = 0
 
 --! name: unprotected-inheritance-parent
 --! class: catalog-resolve
---! known_hole: resolve: catalog: an unprotected inheritance parent writes the protected child
 --! policy: catalog
 --! setup
 CREATE TABLE catalog_items (sku text, quantity int);
@@ -80,7 +74,6 @@ UPDATE catalog_items SET quantity = 0
 
 --! name: view-over-unprotected-parent
 --! class: catalog-resolve
---! known_hole: resolve: catalog: an unprotected inheritance parent writes the protected child
 --! policy: catalog
 --! setup
 CREATE TABLE catalog_items (sku text, quantity int);
@@ -91,7 +84,6 @@ UPDATE items SET quantity = 0
 
 --! name: view-instead-of-trigger-ignores-epoch
 --! class: catalog-resolve
---! known_hole: resolve: catalog: an INSTEAD OF trigger behind a view writes the table without the epoch
 --! policy: catalog
 --! note: the fence reaches the view; the trigger behind it writes the table without the epoch
 --! setup
@@ -103,7 +95,6 @@ UPDATE stock SET quantity = 0 WHERE sku = 'a'
 
 --! name: union-view-instead-of-trigger
 --! class: catalog-resolve
---! known_hole: resolve: catalog: an INSTEAD OF trigger behind a view writes the table without the epoch
 --! policy: catalog
 --! setup
 CREATE VIEW everything AS SELECT sku FROM inventory UNION ALL SELECT sku FROM staging;

@@ -7,8 +7,8 @@
 -- Format: see the comment at the top of attack_test.go.
 
 --! name: delete-parent-cascade
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE products (sku text PRIMARY KEY);
 INSERT INTO products SELECT sku FROM inventory;
@@ -17,8 +17,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES products ON DELETE CASCAD
 DELETE FROM products WHERE sku = 'a'
 
 --! name: delete-parent-set-null
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE notes (n text PRIMARY KEY);
 INSERT INTO notes VALUES ('x');
@@ -28,8 +28,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (note) REFERENCES notes ON DELETE SET NULL
 DELETE FROM notes
 
 --! name: delete-parent-set-default
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE notes (n text PRIMARY KEY);
 INSERT INTO notes VALUES ('x'), ('default');
@@ -40,8 +40,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (note) REFERENCES notes ON DELETE SET DEFA
 DELETE FROM notes WHERE n = 'x'
 
 --! name: update-parent-cascade
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE products (sku text PRIMARY KEY);
 INSERT INTO products SELECT sku FROM inventory;
@@ -50,8 +50,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES products ON UPDATE CASCAD
 UPDATE products SET sku = 'z' WHERE sku = 'a'
 
 --! name: update-parent-set-null
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE notes (n text PRIMARY KEY);
 INSERT INTO notes VALUES ('x');
@@ -61,6 +61,7 @@ ALTER TABLE inventory ADD FOREIGN KEY (note) REFERENCES notes ON UPDATE SET NULL
 UPDATE notes SET n = 'y'
 
 --! name: truncate-parent-cascade
+--! policy: catalog
 --! class: fk-cascade
 --! setup
 CREATE TABLE products (sku text PRIMARY KEY);
@@ -70,8 +71,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES products;
 TRUNCATE products CASCADE
 
 --! name: cascade-through-unprotected-middle
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE vendors (id int PRIMARY KEY);
 CREATE TABLE products (sku text PRIMARY KEY, vendor int REFERENCES vendors ON DELETE CASCADE);
@@ -82,8 +83,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES products ON DELETE CASCAD
 DELETE FROM vendors
 
 --! name: cascade-from-data-modifying-cte
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE products (sku text PRIMARY KEY);
 INSERT INTO products SELECT sku FROM inventory;
@@ -92,8 +93,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES products ON DELETE CASCAD
 WITH gone AS (DELETE FROM products WHERE sku = 'b' RETURNING sku) SELECT count(*) FROM gone
 
 --! name: cascade-into-billing
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! setup
 CREATE TABLE customers (id int PRIMARY KEY);
 INSERT INTO customers VALUES (1);
@@ -102,6 +103,7 @@ ALTER TABLE billing.invoices ADD COLUMN customer int NOT NULL DEFAULT 1 REFERENC
 DELETE FROM customers
 
 --! name: runtime-key-then-delete
+--! policy: catalog
 --! class: fk-cascade
 --! note: the key is added through the driver
 --! exec
@@ -114,6 +116,7 @@ ALTER TABLE inventory ADD CONSTRAINT inventory_k FOREIGN KEY (sku) REFERENCES k 
 DELETE FROM k
 
 --! name: runtime-key-not-valid
+--! policy: catalog
 --! class: fk-cascade
 --! note: NOT VALID skips checking the existing rows, so the parent needs only the keys it deletes
 --! exec
@@ -126,6 +129,7 @@ ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES k ON DELETE CASCADE NOT V
 DELETE FROM k WHERE sku = 'b'
 
 --! name: runtime-key-update-cascade-reports
+--! policy: catalog
 --! class: fk-cascade
 --! exec
 CREATE TABLE bodies (body text PRIMARY KEY)
@@ -137,8 +141,8 @@ ALTER TABLE reports ADD FOREIGN KEY (body) REFERENCES bodies ON UPDATE CASCADE
 UPDATE bodies SET body = 'rewritten'
 
 --! name: epoch-column-update-cascade
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! note: the cascade writes the epoch itself: rows stamped 99 fence every writer up to 99
 --! setup
 CREATE TABLE epochs (e bigint PRIMARY KEY);
@@ -148,8 +152,8 @@ ALTER TABLE inventory ADD FOREIGN KEY (writer_epoch) REFERENCES epochs ON UPDATE
 UPDATE epochs SET e = 99
 
 --! name: epoch-column-delete-set-default
+--! policy: catalog
 --! class: fk-cascade
---! known_hole: foreign-key action: a write to an unprotected parent cascades into the protected table
 --! note: the cascade lowers the epoch to its default 0: a stale writer then passes the fence
 --! setup
 CREATE TABLE epochs (e bigint PRIMARY KEY);
@@ -159,6 +163,7 @@ ALTER TABLE inventory ADD FOREIGN KEY (writer_epoch) REFERENCES epochs ON DELETE
 DELETE FROM epochs WHERE e = 5
 
 --! name: runtime-key-on-epoch-column
+--! policy: catalog
 --! class: fk-cascade
 --! exec
 CREATE TABLE epochs (e bigint PRIMARY KEY)

@@ -106,8 +106,8 @@ CREATE RULE staging_wipe AS ON UPDATE TO staging DO INSTEAD SELECT wipe_inventor
 UPDATE staging SET q = 0
 
 --! name: rule-from-migration
+--! policy: catalog
 --! class: indirect-write
---! known_hole: indirect write: a rule on an unprotected table calls a writer function
 --! setup
 CREATE FUNCTION wipe_inventory() RETURNS void LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0, note = 'wiped' $$;
 CREATE RULE audit_wipe AS ON INSERT TO audit DO ALSO SELECT wipe_inventory();
@@ -143,8 +143,8 @@ CREATE TRIGGER staging_wipe AFTER DELETE ON staging FOR EACH STATEMENT EXECUTE F
 DELETE FROM staging WHERE false
 
 --! name: trigger-from-migration
+--! policy: catalog
 --! class: indirect-write
---! known_hole: indirect write: a trigger on an unprotected table writes the protected table
 --! setup
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN NULL; END $$;
 CREATE TRIGGER audit_wipe AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION trg_wipe();
@@ -176,8 +176,8 @@ CREATE TRIGGER staging_v_wipe INSTEAD OF UPDATE ON staging_v FOR EACH ROW EXECUT
 UPDATE staging_v SET q = 1 WHERE sku = 'a'
 
 --! name: view-instead-of-trigger-from-migration
+--! policy: catalog
 --! class: indirect-write
---! known_hole: indirect write: an INSTEAD OF trigger on a view of an unprotected table
 --! setup
 CREATE FUNCTION trg_wipe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM inventory WHERE sku = OLD.sku; RETURN OLD; END $$;
 CREATE VIEW staging_v AS SELECT * FROM staging;
