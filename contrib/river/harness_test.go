@@ -199,6 +199,8 @@ type shipWorker struct {
 	db *sql.DB
 	// before runs before the write: tests block executions here.
 	before func(ctx context.Context, job *river.Job[ShipArgs])
+	// after runs after the write.
+	after func(ctx context.Context, job *river.Job[ShipArgs])
 	// onErr decides what the handler returns when the write failed; nil
 	// returns the error.
 	onErr func(err error) error
@@ -216,6 +218,9 @@ func (w *shipWorker) Work(ctx context.Context, job *river.Job[ShipArgs]) error {
 	w.mu.Lock()
 	w.runs = append(w.runs, run{jobID: job.ID, attempt: job.Attempt, epoch: epoch, hasEpoch: ok, err: err, ctx: ctx})
 	w.mu.Unlock()
+	if w.after != nil {
+		w.after(ctx, job)
+	}
 	if err != nil && w.onErr != nil {
 		return w.onErr(err)
 	}

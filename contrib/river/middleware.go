@@ -175,7 +175,7 @@ func CompleteIn(ctx context.Context, db claim.DB) error {
 	if !ok {
 		return errors.New("sqlfenceriver: CompleteIn outside a job handler wrapped by the sqlfenceriver middleware")
 	}
-	if err := ex.lease.CompleteIn(context.WithoutCancel(ctx), db); err != nil {
+	if err := ex.lease.CompleteIn(ctx, db); err != nil {
 		return err
 	}
 	ex.mu.Lock()
@@ -264,9 +264,15 @@ func (m *Middleware) notClaimed(ctx context.Context, job *rivertype.JobRow, key 
 	return fmt.Errorf("sqlfenceriver: claiming job %d (%s) as %q: %w", job.ID, job.Kind, key, err)
 }
 
+// finishTimeout bounds the completion or release after the handler returned.
+const finishTimeout = 30 * time.Second
+
 func (m *Middleware) finish(ctx context.Context, job *rivertype.JobRow, ex *execution, herr error) error {
 	lease := ex.lease
-	bg := context.WithoutCancel(ctx)
+	// The handler's and River's contexts may be cancelled by now; completion
+	// and release still have to reach the arbiter, within a bound.
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	if herr == nil {
 		ex.mu.Lock()
 		done := ex.completedIn

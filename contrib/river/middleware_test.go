@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -380,5 +381,105 @@ func TestStuckHandlerStopsRenewing(t *testing.T) {
 	}
 	if qty, epoch := e.stock("widget"); qty != 7 || epoch != runs[1].epoch {
 		t.Errorf("widget: quantity %d, epoch %d; want 7, %d", qty, epoch, runs[1].epoch)
+	}
+}
+
+// The superseded execution learns of its successor while the successor is
+// still running: River's job row is then the successor's, and whatever the
+// superseded execution returns is applied to it. Its snooze makes River
+// deliver the job once more; that delivery finds the successor's claim held
+// and waits, and once the successor completes its claim the job ends
+// completed, shipped once. (A JobCancel here would have cancelled the job
+// under the successor, and River would have ignored the successor's result.)
+func TestSupersededWhileTheSuccessorRuns(t *testing.T) {
+	t.Parallel()
+	paused, err := claim.NewLedger(claim.LedgerConfig{Lease: time.Second, RenewEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := claim.NewLedger(claim.LedgerConfig{Lease: time.Second, RenewEvery: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, live)
+	started := make(chan int64, 4)
+	wake1, wake2 := make(chan struct{}), make(chan struct{})
+	w := &shipWorker{db: e.fenced}
+	var runsBefore atomic.Int32
+	w.before = func(ctx context.Context, job *river.Job[ShipArgs]) {
+		l, _ := sqlfenceriver.LeaseFromContext(ctx)
+		n := runsBefore.Add(1)
+		started <- l.Epoch
+		if n == 1 {
+			<-wake1 // the first execution, paused
+		}
+	}
+	w.after = func(ctx context.Context, job *river.Job[ShipArgs]) {
+		if runsBefore.Load() == 2 && len(w.all()) == 1 {
+			<-wake2 // the successor, still running after its write
+		}
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	var out outcomes
+	cfg := sqlfenceriver.Config{JobTimeout: -1, FencedRetry: 10 * time.Millisecond}
+	cfg.Ledger = paused
+	first := newMiddleware(t, e, cfg)
+	cfg.Ledger = live
+	rest := newMiddleware(t, e, cfg)
+	var deliveries atomic.Int32
+	dispatch := river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+		if deliveries.Add(1) == 1 {
+			return first.Work(ctx, job, doInner)
+		}
+		return rest.Work(ctx, job, doInner)
+	})
+	c := e.client(workers, out.middleware(), dispatch)
+
+	id := insert(t, c, ShipArgs{SKU: "widget", Qty: 3})
+	e1 := <-started
+	time.Sleep(1100 * time.Millisecond)
+	exec := riverdatabasesql.New(e.fenced).GetExecutor()
+	if _, err := exec.JobRescueMany(t.Context(), &riverdriver.JobRescueManyParams{
+		ID: []int64{id}, Error: [][]byte{[]byte(`{"error":"Stuck job rescued by JobRescuer"}`)},
+		FinalizedAt: []*time.Time{nil}, ScheduledAt: []time.Time{time.Now()}, State: []string{string(rivertype.JobStateAvailable)},
+		StuckHorizon: time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e2 := <-started
+	for len(w.all()) < 1 { // the successor has written
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(wake1) // the first execution wakes while the successor still runs
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out.of(id)) < 2 { // its outcome, and at least one redelivery that found the claim held
+		if time.Now().After(deadline) {
+			t.Fatalf("outcomes %v after 10s", out.of(id))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := e.jobState(id); st == rivertype.JobStateCancelled || st == rivertype.JobStateCompleted {
+		t.Fatalf("job %s while its successor is still running", st)
+	}
+	close(wake2)
+	e.waitState(id, rivertype.JobStateCompleted)
+
+	errs := out.of(id)
+	var sup *sqlfenceriver.SupersededError
+	if !errors.As(errs[0], &sup) || sup.Epoch != e1 {
+		t.Errorf("first outcome %v; want the superseded execution's (epoch %d)", errs[0], e1)
+	}
+	if errs[len(errs)-1] != nil {
+		t.Errorf("last outcome %v; want nil", errs[len(errs)-1])
+	}
+	if runs := w.all(); len(runs) != 2 {
+		t.Errorf("handler ran %d times; want twice (the paused execution and its successor)", len(runs))
+	}
+	if qty, epoch := e.stock("widget"); qty != 7 || epoch != e2 {
+		t.Errorf("widget = %d, epoch %d; want 7 (shipped once), %d", qty, epoch, e2)
+	}
+	if ce, status := e.claimRow(sqlfenceriver.DefaultKey(&rivertype.JobRow{ID: id})); ce != e2 || status != "done" {
+		t.Errorf("claim row: epoch %d, %q; want %d, done", ce, status, e2)
 	}
 }
