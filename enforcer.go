@@ -249,6 +249,10 @@ func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error
 		e.Reason = fmt.Sprintf("the claim was superseded: job %v in the claim table %s holds no epoch", c.claim.value, c.claim.table)
 	case stored == c.epoch:
 		return nil
+	}
+	e.StoredEpoch, e.HasStored = stored, ok
+	switch {
+	case !ok:
 	case stored > c.epoch:
 		e.Reason = fmt.Sprintf("the claim was superseded: job %v was claimed again at epoch %d (claim table %s)", c.claim.value, stored, c.claim.table)
 	default:
