@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
@@ -43,7 +44,7 @@ type decision struct {
 	checked bool
 	// variants holds the claim-checked decisions for this statement, one per claim
 	// table (claimVariant), made on first use.
-	variants sync.Map // spec string → *decision
+	variants atomic.Pointer[sync.Map] // spec string → *decision; nil until the first
 }
 
 // table returns the name used in messages about this statement.

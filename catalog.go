@@ -48,7 +48,7 @@ func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, err
 				// A view that does not show the epoch column cannot carry the fence.
 				if !seen[rel] {
 					seen[rel] = true
-					extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, stale: true,
+					extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale,
 						unfenceable: "the view " + target + " writes the protected table " + t.QualifiedName.String() + " but has no " + col + " column"})
 				}
 				continue
@@ -68,7 +68,7 @@ func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, err
 			}
 			if !seen[rel] && !(t.Schema == "" && rel.Name == t.Name) {
 				seen[rel] = true
-				extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, stale: true, Line: t.Line})
+				extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, Line: t.Line})
 			}
 		}
 	}

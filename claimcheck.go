@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
@@ -155,7 +156,12 @@ func (cc *claimCheck) lookupText() string {
 // rewrite with the claim check in every stamp and fence. Variants are made on first
 // use and kept with d, one per claim table (a program has a few).
 func (d *decision) claimVariant(policy *Policy, query string, cc *claimCheck) *decision {
-	if v, ok := d.variants.Load(cc.spec); ok {
+	m := d.variants.Load()
+	if m == nil {
+		d.variants.CompareAndSwap(nil, new(sync.Map))
+		m = d.variants.Load()
+	}
+	if v, ok := m.Load(cc.spec); ok {
 		return v.(*decision)
 	}
 	v := analyzeWith(policy, query, cc)
@@ -163,6 +169,6 @@ func (d *decision) claimVariant(policy *Policy, query string, cc *claimCheck) *d
 		v.refusal = v.refusal.forStatement("", 0)
 		v.refusal.Reason += " (under the claim on table " + cc.table.String() + ")"
 	}
-	actual, _ := d.variants.LoadOrStore(cc.spec, v)
+	actual, _ := m.LoadOrStore(cc.spec, v)
 	return actual.(*decision)
 }

@@ -222,9 +222,6 @@ func (p *Policy) compile() (*Policy, error) {
 		if t.Mode == 0 {
 			t.Mode = c.Mode
 		}
-		if !t.stale {
-			t.Stale = c.Stale
-		}
 		switch {
 		case t.Name == "":
 			return nil, bad("table entry %d has no name", i+1)
@@ -277,8 +274,7 @@ type Table struct {
 	QualifiedName
 	EpochColumn string // resolved: the table's own or the policy default
 	Mode        Mode   // resolved: the table's own or the policy default
-	Stale       Stale  // resolved: the table's own or the policy default
-	stale       bool   // the entry set its own stale: key
+	Stale       Stale  // resolved by the parser: the table's own or the policy default (a Table appended by hand: StaleRow)
 	Line        int    // line in the policy file, for messages
 
 	// unfenceable says why writes to this relation are refused: a view over a

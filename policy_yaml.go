@@ -177,7 +177,7 @@ func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {
 	seen := make(map[QualifiedName]int, len(n.Content))
 	for _, e := range n.Content {
 		e = resolveAliasNode(e)
-		t := Table{EpochColumn: pol.EpochColumn, Mode: pol.Mode, Stale: pol.Stale, stale: true, Line: e.Line}
+		t := Table{EpochColumn: pol.EpochColumn, Mode: pol.Mode, Stale: pol.Stale, Line: e.Line}
 		var nameNode *yaml.Node
 		switch e.Kind {
 		case yaml.ScalarNode:
@@ -210,7 +210,6 @@ func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {
 				if t.Stale, err = p.stale(m); err != nil {
 					return nil, err
 				}
-				t.stale = true
 			}
 		default:
 			return nil, p.errorf(e.Line, "table entry must be a mapping with a name, got %s", describeNode(e))
