@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
@@ -37,6 +39,12 @@ type decision struct {
 	tables     []*Table
 	classify   *classifier // how to explain a 0-row result of the top-level write, or nil
 	claim      *ClaimTable // the statement writes a claim table's epoch or status column
+	// checked: the rewrite checks the claim it was made for (a variant made by
+	// claimVariant); the claim's key is then parameter $epochParam+1.
+	checked bool
+	// variants holds the claim-checked decisions for this statement, one per claim
+	// table (claimVariant), made on first use.
+	variants atomic.Pointer[sync.Map] // spec string → *decision; nil until the first use
 
 	catalog catalogEffect // how the statement changes what resolve: catalog read
 }
@@ -108,7 +116,10 @@ func refuse(t *Table, reason, fix string) *Error {
 
 // analyze parses sql and decides what to send. It never panics on input: any shape it
 // does not understand ends in a refusal when it concerns a protected table.
-func analyze(policy *Policy, sql string) (d *decision) {
+func analyze(policy *Policy, sql string) (d *decision) { return analyzeWith(policy, sql, nil) }
+
+// analyzeWith is analyze for writes checked against the claim cc (nil: none).
+func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 	if len(sql) > maxStatementBytes {
 		return &decision{act: actRefuse, refusal: refuse(nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
@@ -119,7 +130,7 @@ func analyze(policy *Policy, sql string) (d *decision) {
 		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
 			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
 	}
-	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}}
+	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
 	if e := r.tokenize(scan); e != nil {
 		return &decision{act: actRefuse, refusal: e}
 	}
@@ -184,5 +195,5 @@ func analyze(policy *Policy, sql string) (d *decision) {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &decision{act: actRefuse, refusal: e}
 	}
-	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top}
+	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
 }

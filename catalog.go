@@ -61,7 +61,7 @@ func resolveCatalogWith(ctx context.Context, query pgcatalog.QueryFunc, p *Polic
 				// A view that does not show the epoch column cannot carry the fence.
 				if !seen[rel] {
 					seen[rel] = true
-					extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode,
+					extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale,
 						unfenceable: "the view " + target + " writes the protected table " + t.QualifiedName.String() + " but has no " + col + " column"})
 				}
 				continue
@@ -81,7 +81,7 @@ func resolveCatalogWith(ctx context.Context, query pgcatalog.QueryFunc, p *Polic
 			}
 			if !seen[rel] && !(t.Schema == "" && rel.Name == t.Name) {
 				seen[rel] = true
-				extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Line: t.Line})
+				extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, Line: t.Line})
 			}
 		}
 	}

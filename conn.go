@@ -262,8 +262,11 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	res, err := execer.ExecContext(ctx, call.send, call.args)
-	if err != nil || !call.fenced {
-		return res, err
+	if err != nil {
+		return res, c.enf.claimError(ctx, c.inner, &call, err)
+	}
+	if !call.fenced {
+		return res, nil
 	}
 	if n, err := res.RowsAffected(); err == nil && (n == 0 || call.d.classify != nil && exactAccounting(ctx)) {
 		if err := c.enf.check(ctx, c.inner, &call, n); err != nil {
@@ -294,10 +297,42 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, err
 	}
 	rows, err := queryer.QueryContext(ctx, call.send, call.args)
-	if err != nil || !call.fenced || d.classify == nil || !d.classify.returning {
-		return rows, err
+	if err != nil {
+		return rows, c.enf.claimError(ctx, c.inner, &call, err)
+	}
+	if !call.fenced || call.claim == nil && (call.d.classify == nil || !call.d.classify.returning) {
+		return rows, nil
 	}
 	return c.enf.wrapRows(ctx, c.inner, rows, call), nil
+}
+
+// execUnprepared runs a bound call's text on the inner connection, through
+// ExecerContext when it has one and a one-off prepared statement otherwise.
+func (c *conn) execUnprepared(ctx context.Context, call *call) (driver.Result, error) {
+	if e, ok := c.inner.(driver.ExecerContext); ok {
+		res, err := e.ExecContext(ctx, call.send, call.args)
+		if !errors.Is(err, driver.ErrSkip) {
+			return res, err
+		}
+	}
+	var (
+		st  driver.Stmt
+		err error
+	)
+	if p, ok := c.inner.(driver.ConnPrepareContext); ok {
+		st, err = p.PrepareContext(ctx, call.send)
+	} else {
+		st, err = c.inner.Prepare(call.send)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if e, ok := st.(driver.StmtExecContext); ok {
+		return e.ExecContext(ctx, call.args)
+	}
+	//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
+	return st.Exec(values(call.args))
 }
 
 func (c *conn) Ping(ctx context.Context) error {

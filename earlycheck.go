@@ -108,5 +108,6 @@ func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where 
 	return noteFenced(ctx, &Error{Kind: ErrFenced, Table: ref.String(), Epoch: epoch,
 		StoredEpoch: stored.Int64, HasStored: true, Statement: query,
 		Reason: fmt.Sprintf("early check: a row this execution is about to touch was written at epoch %d, by a newer claim", stored.Int64),
-		Fix:    "this execution is superseded: stop the handler before acting, and do not retry with this epoch"})
+		Fix: "stop the handler before acting, and do not retry with this epoch: this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
+			"release the job so it runs again under a newer epoch"})
 }

@@ -37,6 +37,7 @@ type rewriter struct {
 	done   map[proto.Message]bool // protected writes the rewrite fenced
 	tables []*Table
 	top    *classifier
+	claim  *claimCheck // the claim the writes are checked against, or nil
 }
 
 func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
@@ -139,8 +140,23 @@ func (r *rewriter) apply() string {
 
 func (r *rewriter) epochText() string { return "$" + strconv.Itoa(int(r.param)) + "::bigint" }
 
+// stampText is the epoch value a write stamps on the rows it writes: the epoch, or
+// under a claim the claim check, which is NULL once the claim is superseded.
+func (r *rewriter) stampText() string {
+	if r.claim != nil {
+		return r.claim.checkText(r.param, r.param+1)
+	}
+	return r.epochText()
+}
+
+// fenceText is the predicate that keeps a write off rows it may not write: the row's
+// epoch is older than the stamp (NULL, so no row, under a superseded claim); under a
+// claim on a `stale: claim` table, only that the claim is current.
 func (r *rewriter) fenceText(t *Table, qual string) string {
-	return sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn) + " " + t.Mode.qualifiedOperator() + " " + r.epochText()
+	if r.claim != nil && t.Stale == StaleClaim {
+		return r.stampText() + " IS NOT NULL"
+	}
+	return sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn) + " " + t.Mode.qualifiedOperator() + " " + r.stampText()
 }
 
 func (r *rewriter) text(from, to int) string { return r.sql[r.toks[from].start:r.toks[to-1].end] }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
@@ -44,7 +45,8 @@ type call struct {
 	args   []driver.NamedValue
 	user   []driver.NamedValue // the application's arguments without pgx's option values
 	epoch  int64
-	fenced bool // the sent statement carries the fence
+	fenced bool        // the sent statement carries the fence
+	claim  *claimCheck // the sent statement checks this claim (d is then its variant)
 }
 
 // bind decides what one execution sends. Refusals and unfenced writes become errors
@@ -82,6 +84,20 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		}
 		err = f.unfenced(ctx, d, query)
 	default:
+		if cc := claimFrom(ctx); cc != nil && d.act == actRewrite {
+			if cc.err != "" {
+				err = &Error{Kind: ErrRefused, Table: d.table(), Epoch: epoch, Statement: query,
+					Reason: "the context's claim (sqlfence.WithClaim) is unusable: " + cc.err,
+					Fix:    "give WithClaim the claim table, its key and epoch columns as written in SQL, and the job's key"}
+				break
+			}
+			d = d.claimVariant(f.policy, query, cc)
+			c.d, c.claim = d, cc
+			if d.act != actRewrite {
+				err = d.refusal.forStatement(query, epoch)
+				break
+			}
+		}
 		err = checkArgs(d, query, epoch, args, &c)
 	}
 	if err != nil {
@@ -99,9 +115,16 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 	c.fenced = true
 	// A new slice of exactly the right size: the application's slice must not be
 	// written, and append would round its capacity up to the next size class.
-	c.args = make([]driver.NamedValue, len(args)+1)
+	extra := 1
+	if c.claim != nil {
+		extra = 2
+	}
+	c.args = make([]driver.NamedValue, len(args)+extra)
 	copy(c.args, args)
 	c.args[len(args)] = driver.NamedValue{Ordinal: len(args) + 1, Value: epochValue}
+	if c.claim != nil {
+		c.args[len(args)+1] = driver.NamedValue{Ordinal: len(args) + 2, Value: c.claim.value}
+	}
 	return c, nil
 }
 
@@ -182,11 +205,85 @@ func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error
 // that affected rows is also checked for matching rows the fence kept. Only these
 // paths query again; the normal path costs no extra round trip.
 func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
-	cl := c.d.classify
-	if cl == nil || !c.fenced || affected > 0 && !exactAccounting(ctx) {
+	if !c.fenced {
 		return nil
 	}
+	if c.claim != nil && affected == 0 {
+		// A claim-checked write that wrote nothing: first ask whether the claim
+		// is still current, the one thing the row cannot tell.
+		if err := f.superseded(ctx, q, c); err != nil {
+			return noteFenced(ctx, err)
+		}
+	}
+	cl := c.d.classify
+	if cl == nil || affected > 0 && !exactAccounting(ctx) {
+		return nil
+	}
+	if c.claim != nil && cl.table.Stale == StaleClaim {
+		return nil // the row's epoch is stamped, not compared: nothing was fenced by it
+	}
 	return noteFenced(ctx, f.classify(ctx, q, c, affected))
+}
+
+// superseded reads the claim row of a claim-checked write and returns ErrFenced when
+// it no longer holds the write's epoch; nil while the claim is current.
+func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error {
+	rows, err := queryConn(ctx, q, c.claim.lookupText(), []driver.NamedValue{{Ordinal: 1, Value: c.claim.value}})
+	if err != nil {
+		return checkFailed(err)
+	}
+	defer rows.Close()
+	e := &Error{Kind: ErrFenced, Table: c.d.table(), Epoch: c.epoch, Statement: c.query,
+		Fix: "this execution is superseded: stop the handler and do not retry with this epoch; the newer claim finishes the job"}
+	dest := make([]driver.Value, 1)
+	switch err := rows.Next(dest); {
+	case errors.Is(err, io.EOF):
+		e.Reason = fmt.Sprintf("the claim was superseded: job %v is no longer in the claim table %s", c.claim.value, c.claim.table)
+		return e
+	case err != nil:
+		return checkFailed(err)
+	}
+	stored, ok := dest[0].(int64)
+	switch {
+	case !ok:
+		e.Reason = fmt.Sprintf("the claim was superseded: job %v in the claim table %s holds no epoch", c.claim.value, c.claim.table)
+	case stored == c.epoch:
+		return nil
+	}
+	e.StoredEpoch, e.HasStored = stored, ok
+	switch {
+	case !ok:
+	case stored > c.epoch:
+		e.Reason = fmt.Sprintf("the claim was superseded: job %v was claimed again at epoch %d (claim table %s)", c.claim.value, stored, c.claim.table)
+	default:
+		e.Reason = fmt.Sprintf("the claim is not current: job %v holds epoch %d in the claim table %s, below this claim's (an epoch moved back: a restore, a test, a manual fix)", c.claim.value, stored, c.claim.table)
+		e.Fix = "stop the handler; audit the epochs (sqlfence audit) before running more jobs"
+	}
+	return e
+}
+
+// claimError turns the server's answer to a claim-checked write whose claim was
+// superseded into ErrFenced: the check yielded NULL, and the epoch column's NOT NULL
+// constraint refused the row (SQLSTATE 23502). Other errors pass unchanged.
+func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err error) error {
+	var pgErr *pgconn.PgError
+	if c.claim == nil || !errors.As(err, &pgErr) || pgErr.Code != "23502" {
+		return err
+	}
+	epochColumn := false
+	for _, t := range c.d.tables {
+		epochColumn = epochColumn || pgErr.ColumnName == t.EpochColumn
+	}
+	if !epochColumn {
+		return err
+	}
+	if ferr := f.superseded(ctx, q, c); ferr != nil {
+		if errors.Is(ferr, ErrFenced) {
+			return noteFenced(ctx, ferr)
+		}
+		return err
+	}
+	return err
 }
 
 func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affected int64) error {
@@ -194,7 +291,11 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 	t := cl.table
 	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 		Reason: "a newer claim has written the rows this statement matches",
-		Fix:    "this execution is superseded: stop the handler and do not retry with this epoch"}
+		Fix: "stop the handler and do not retry with this epoch: either this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
+			"release the job so it runs again under a newer epoch, and run handlers under the claim (sqlfence.WithClaim) to tell the two apart"}
+	if c.claim != nil {
+		fenced.Fix = "the row is fenced for this epoch, though this execution's claim is still current: release the job so it runs again under a newer claim, or declare the table `stale: claim`"
+	}
 	if cl.conflictOnly {
 		if affected > 0 {
 			return nil
@@ -238,6 +339,10 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 	switch {
 	case stored > c.epoch:
 		fenced.StoredEpoch, fenced.HasStored = stored, true
+		if c.claim != nil {
+			// superseded found the claim current: the newer epoch is another job's.
+			fenced.Reason = fmt.Sprintf("a newer claim wrote this row (epoch %d, another job's); this execution's claim is still current", stored)
+		}
 		return fenced
 	case stored == c.epoch && t.Mode == ModeStrict:
 		return &Error{Kind: ErrAlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
@@ -251,7 +356,14 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 // fencedRows wraps the rows of a fenced write with RETURNING, so that an empty result
 // is classified like a write that affected no rows.
 func (f *enforcer) wrapRows(ctx context.Context, q driver.Conn, rows driver.Rows, c call) driver.Rows {
-	return &fencedRows{inner: rows, explain: func() error { return f.check(ctx, q, &c, 0) }}
+	fr := &fencedRows{inner: rows, explain: func() error { return f.check(ctx, q, &c, 0) }}
+	if c.claim != nil {
+		fr.translate = func(err error) error { return f.claimError(ctx, q, &c, err) }
+	}
+	if c.d.classify == nil || !c.d.classify.returning {
+		fr.explain = func() error { return nil }
+	}
+	return fr
 }
 
 // checkFailed reports a failed classification query. The write itself already ran, so

@@ -40,6 +40,33 @@ func (m Mode) Operator() string {
 	return "<"
 }
 
+// Stale is what a claim-checked write compares: whether a write made under a claim
+// (WithClaim, the claim helpers) is also fenced by the epochs stored on the rows.
+type Stale uint8
+
+const (
+	// StaleRow (stale: row, the default): writes under a claim are checked against
+	// the claim and against the row (stored < epoch), as writes under a bare epoch
+	// are. With global epochs a newer claim of another job fences a valid older one.
+	StaleRow Stale = iota
+	// StaleClaim (stale: claim): writes under a claim are checked against the claim
+	// only; the row's epoch is stamped but not compared, so a valid older claim of
+	// another job is not fenced by a newer one. Writes under a bare epoch are still
+	// compared with the row.
+	StaleClaim
+)
+
+// String returns the setting as it is spelled in a policy file.
+func (s Stale) String() string {
+	switch s {
+	case StaleRow:
+		return "row"
+	case StaleClaim:
+		return "claim"
+	}
+	return "Stale(" + strconv.Itoa(int(s)) + ")"
+}
+
 // qualifiedOperator is Operator as sqlfence writes it into SQL: OPERATOR(pg_catalog.<)
 // names the built-in comparison, which no operator the session creates and no
 // search_path it sets can replace.
@@ -82,6 +109,7 @@ type Policy struct {
 	Source        string // path (or "<inline>") it was loaded from, for error messages
 	EpochColumn   string // default epoch column, already an identifier as PostgreSQL resolves it
 	Mode          Mode
+	Stale         Stale // stale: row | claim — the default for every table
 	Tables        []Table
 	AllowUnfenced bool // unfenced: allow
 	Enforce       Enforcement
@@ -182,6 +210,9 @@ func (p *Policy) compile() (*Policy, error) {
 	if c.Mode != ModeStrict && c.Mode != ModeRepeatable {
 		return nil, bad("Mode is %v; use ModeStrict or ModeRepeatable", c.Mode)
 	}
+	if c.Stale != StaleRow && c.Stale != StaleClaim {
+		return nil, bad("Stale is %v; use StaleRow or StaleClaim", c.Stale)
+	}
 	if c.Enforce != EnforceOn && c.Enforce != EnforceShadow {
 		return nil, bad("Enforce is %v; use EnforceOn or EnforceShadow", c.Enforce)
 	}
@@ -202,6 +233,8 @@ func (p *Policy) compile() (*Policy, error) {
 			return nil, bad("table entry %d has no name", i+1)
 		case t.Mode != ModeStrict && t.Mode != ModeRepeatable:
 			return nil, bad("table %s has Mode %v; use ModeStrict or ModeRepeatable", t.QualifiedName, t.Mode)
+		case t.Stale != StaleRow && t.Stale != StaleClaim:
+			return nil, bad("table %s has Stale %v; use StaleRow or StaleClaim", t.QualifiedName, t.Stale)
 		case seen[t.QualifiedName]:
 			return nil, bad("table %s is listed twice", t.QualifiedName)
 		}
@@ -247,6 +280,7 @@ type Table struct {
 	QualifiedName
 	EpochColumn string // resolved: the table's own or the policy default
 	Mode        Mode   // resolved: the table's own or the policy default
+	Stale       Stale  // resolved by the parser: the table's own or the policy default (a Table appended by hand: StaleRow)
 	Line        int    // line in the policy file, for messages
 
 	// unfenceable says why writes to this relation are refused: a view over a
@@ -416,7 +450,7 @@ func scanPolicyTables(tables []Table, schema, name string) (*Table, bool) {
 		}
 		if first == nil {
 			first = t
-		} else if t.EpochColumn != first.EpochColumn || t.Mode != first.Mode {
+		} else if t.EpochColumn != first.EpochColumn || t.Mode != first.Mode || t.Stale != first.Stale {
 			ambiguous = true
 		}
 	}

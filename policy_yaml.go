@@ -27,8 +27,8 @@ func (p *policyParser) errorf(line int, format string, args ...any) error {
 }
 
 var (
-	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "tables", "unfenced", "enforce", "functions", "safe_functions", "claims", "resolve", "ddl"}
-	policyTableKeys    = []string{"name", "epoch_column", "mode"}
+	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "stale", "tables", "unfenced", "enforce", "functions", "safe_functions", "claims", "resolve", "ddl"}
+	policyTableKeys    = []string{"name", "epoch_column", "mode", "stale"}
 	policyClaimKeys    = []string{"table", "epoch_column", "status_column"}
 )
 
@@ -95,6 +95,11 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 	}
 	if n, ok := keys.get("mode"); ok {
 		if pol.Mode, err = p.mode(n); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := keys.get("stale"); ok {
+		if pol.Stale, err = p.stale(n); err != nil {
 			return nil, err
 		}
 	}
@@ -172,7 +177,7 @@ func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {
 	seen := make(map[QualifiedName]int, len(n.Content))
 	for _, e := range n.Content {
 		e = resolveAliasNode(e)
-		t := Table{EpochColumn: pol.EpochColumn, Mode: pol.Mode, Line: e.Line}
+		t := Table{EpochColumn: pol.EpochColumn, Mode: pol.Mode, Stale: pol.Stale, Line: e.Line}
 		var nameNode *yaml.Node
 		switch e.Kind {
 		case yaml.ScalarNode:
@@ -198,6 +203,11 @@ func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {
 			}
 			if m, ok := keys.get("mode"); ok {
 				if t.Mode, err = p.mode(m); err != nil {
+					return nil, err
+				}
+			}
+			if m, ok := keys.get("stale"); ok {
+				if t.Stale, err = p.stale(m); err != nil {
 					return nil, err
 				}
 			}
@@ -304,6 +314,17 @@ func (p *policyParser) mode(n *yaml.Node) (Mode, error) {
 		return ModeRepeatable, nil
 	}
 	return ModeStrict, nil
+}
+
+func (p *policyParser) stale(n *yaml.Node) (Stale, error) {
+	s, err := p.choice(n, "stale", "row", "claim")
+	if err != nil {
+		return 0, err
+	}
+	if s == "claim" {
+		return StaleClaim, nil
+	}
+	return StaleRow, nil
 }
 
 // choice reads a scalar that must be one of allowed, spelled exactly: a

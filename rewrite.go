@@ -141,8 +141,8 @@ func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
 	}
 	setEnd := r.clauseEnd(set+1, hi, base, pg.Token_FROM, pg.Token_WHERE, pg.Token_RETURNING)
 	qual := qualifier(u.Relation)
-	r.insert(r.toks[setEnd-1].end, ", "+sqlident.Quote(t.EpochColumn)+" = "+r.epochText())
-	u.TargetList = append(u.TargetList, setTarget(t, r.param))
+	r.insert(r.toks[setEnd-1].end, ", "+sqlident.Quote(t.EpochColumn)+" = "+r.stampText())
+	u.TargetList = append(u.TargetList, r.setTarget(t))
 	hasWhere := u.WhereClause != nil
 	whereEnd, err := r.fenceWhere(t, qual, &u.WhereClause, setEnd, hi, base)
 	if err != nil {
@@ -208,7 +208,7 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 	if *where == nil {
 		ret := r.clauseEnd(from, hi, base, pg.Token_RETURNING)
 		r.insert(r.toks[ret-1].end, " WHERE "+fence)
-		*where = fenceNode(t, qual, r.param)
+		*where = r.fenceNode(t, qual)
 		return ret, nil
 	}
 	w := r.find(from, hi, base, pg.Token_WHERE)
@@ -218,6 +218,6 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 	end := r.clauseEnd(w+1, hi, base, pg.Token_RETURNING)
 	r.insert(r.toks[w+1].start, "(")
 	r.insert(r.toks[end-1].end, ") AND "+fence)
-	*where = andNode(*where, fenceNode(t, qual, r.param))
+	*where = andNode(*where, r.fenceNode(t, qual))
 	return end, nil
 }

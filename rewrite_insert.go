@@ -38,7 +38,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 		r.defaultValues(def, col)
 		s.Cols = []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}}}
 		s.SelectStmt = &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: &pg.SelectStmt{
-			ValuesLists: []*pg.Node{pg.MakeListNode([]*pg.Node{epochNode(r.param)})},
+			ValuesLists: []*pg.Node{pg.MakeListNode([]*pg.Node{r.stampNode()})},
 			LimitOption: pg.LimitOption_LIMIT_OPTION_DEFAULT, Op: pg.SetOperation_SETOP_NONE,
 		}}}
 		body = def + 2
@@ -77,8 +77,8 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 			return unexpected(t, "ON CONFLICT DO UPDATE")
 		}
 		setEnd := r.clauseEnd(set+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING)
-		r.insert(r.toks[setEnd-1].end, ", "+col+" = "+r.epochText())
-		oc.TargetList = append(oc.TargetList, setTarget(t, r.param))
+		r.insert(r.toks[setEnd-1].end, ", "+col+" = "+r.stampText())
+		oc.TargetList = append(oc.TargetList, r.setTarget(t))
 		hadWhere := oc.WhereClause != nil
 		if _, err := r.fenceWhere(t, qualifier(s.Relation), &oc.WhereClause, setEnd, hi, base); err != nil {
 			return err
@@ -97,7 +97,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 func (r *rewriter) defaultValues(def int, col string) {
 	t := r.toks[def]
 	r.edits = append(r.edits, edit{pos: t.start, del: t.end - t.start, text: "(" + col + ")"})
-	r.insert(r.toks[def+1].end, " ("+r.epochText()+")")
+	r.insert(r.toks[def+1].end, " ("+r.stampText()+")")
 }
 
 func (r *rewriter) onConflict(from, hi, base int) int {
@@ -135,8 +135,8 @@ func (r *rewriter) fenceRows(t *Table, sel *pg.SelectStmt, lo, hi int) *Error {
 			if i >= hi || r.toks[i].tok != pg.Token_ASCII_40 || r.pair[i] < 0 || list == nil {
 				return unexpected(t, "VALUES row")
 			}
-			r.insert(r.toks[r.pair[i]-1].end, ", "+r.epochText())
-			list.Items = append(list.Items, epochNode(r.param))
+			r.insert(r.toks[r.pair[i]-1].end, ", "+r.stampText())
+			list.Items = append(list.Items, r.stampNode())
 			i = r.pair[i] + 1
 			if i < hi && r.toks[i].tok == pg.Token_ASCII_44 {
 				i++
@@ -175,8 +175,8 @@ func (r *rewriter) fenceRows(t *Table, sel *pg.SelectStmt, lo, hi int) *Error {
 		end := r.clauseEnd(s+1, hi, base, pg.Token_FROM, pg.Token_INTO, pg.Token_WHERE, pg.Token_GROUP_P,
 			pg.Token_HAVING, pg.Token_WINDOW, pg.Token_ORDER, pg.Token_LIMIT, pg.Token_OFFSET, pg.Token_FETCH,
 			pg.Token_FOR, pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT)
-		r.insert(r.toks[end-1].end, ", "+r.epochText())
-		sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: epochNode(r.param)}}})
+		r.insert(r.toks[end-1].end, ", "+r.stampText())
+		sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: r.stampNode()}}})
 		return nil
 	}
 }

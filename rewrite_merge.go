@@ -58,16 +58,16 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 				}
 				r.insert(r.toks[and+1].start, "(")
 				r.insert(r.toks[then-1].end, ") AND "+fence)
-				c.Condition = andNode(c.Condition, fenceNode(t, qual, r.param))
+				c.Condition = andNode(c.Condition, r.fenceNode(t, qual))
 			} else {
 				r.insert(r.toks[then-1].end, " AND "+fence)
-				c.Condition = fenceNode(t, qual, r.param)
+				c.Condition = r.fenceNode(t, qual)
 			}
 		}
 		switch c.CommandType {
 		case pg.CmdType_CMD_UPDATE:
-			r.insert(r.toks[next-1].end, ", "+col+" = "+r.epochText())
-			c.TargetList = append(c.TargetList, setTarget(t, r.param))
+			r.insert(r.toks[next-1].end, ", "+col+" = "+r.stampText())
+			c.TargetList = append(c.TargetList, r.setTarget(t))
 		case pg.CmdType_CMD_INSERT:
 			ins := r.find(then, next, base, pg.Token_INSERT)
 			switch {
@@ -87,10 +87,10 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 					return unexpected(t, "MERGE INSERT")
 				}
 				r.insert(r.toks[r.pair[open]-1].end, ", "+col)
-				r.insert(r.toks[r.pair[values+1]-1].end, ", "+r.epochText())
+				r.insert(r.toks[r.pair[values+1]-1].end, ", "+r.stampText())
 			}
 			c.TargetList = append(c.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}})
-			c.Values = append(c.Values, epochNode(r.param))
+			c.Values = append(c.Values, r.stampNode())
 		}
 	}
 	if top {

@@ -109,3 +109,41 @@ func TestDecideConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriteGoldenClaim checks the claim-checked rewrites under testdata/rewrite_claim:
+// each statement as sent under a claim on jobs(id, lease_epoch), with the policy's
+// stale: row and with every table under stale: claim.
+func TestRewriteGoldenClaim(t *testing.T) {
+	p := testPolicy(t)
+	pc := *p
+	pc.Tables = append([]Table(nil), p.Tables...)
+	for i := range pc.Tables {
+		pc.Tables[i].Stale = StaleClaim
+	}
+	pc.tables = nil
+	cc := claimFrom(WithClaim(t.Context(), Claim{Table: "jobs", Key: int64(1), Epoch: 1}))
+	files, _ := filepath.Glob("testdata/rewrite_claim/*.sql")
+	if len(files) == 0 {
+		t.Fatal("no golden files")
+	}
+	const staleClaim = "\n---- sent, stale: claim ----\n"
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".sql"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, want, _ := strings.Cut(string(data), goldenSeparator)
+			got := outcome(analyzeWith(p, in, cc)) + staleClaim + outcome(analyzeWith(&pc, in, cc))
+			if *update {
+				if err := os.WriteFile(file, []byte(in+goldenSeparator+got+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if strings.TrimSuffix(want, "\n") != got {
+				t.Errorf("statement:\n%s\nsent:\n%s\nwant:\n%s", in, got, want)
+			}
+		})
+	}
+}

@@ -12,7 +12,10 @@ import (
 type fencedRows struct {
 	inner   driver.Rows
 	explain func() error
-	seen    bool
+	// translate, for a claim-checked write, turns the server's refusal of a
+	// superseded claim's row (a NULL epoch) into ErrFenced.
+	translate func(error) error
+	seen      bool
 }
 
 var (
@@ -39,6 +42,9 @@ func (r *fencedRows) Next(dest []driver.Value) error {
 		if ferr := r.explain(); ferr != nil {
 			return ferr
 		}
+	}
+	if err != io.EOF && r.translate != nil {
+		return r.translate(err)
 	}
 	return err
 }

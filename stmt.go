@@ -84,21 +84,25 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	var res driver.Result
-	if e, ok := s.inner.(driver.StmtExecContext); ok {
+	if c.claim != nil {
+		// The claim check changes the text: run the claim variant unprepared
+		// (the statement was prepared without it).
+		res, err = s.conn.execUnprepared(ctx, &c)
+	} else if e, ok := s.inner.(driver.StmtExecContext); ok {
 		res, err = e.ExecContext(ctx, c.args)
 	} else {
 		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
 		res, err = s.inner.Exec(values(c.args))
 	}
 	if err != nil {
-		return nil, err
+		return nil, s.conn.enf.claimError(ctx, s.conn.inner, &c, err)
 	}
 	if s.d.catalog != 0 {
 		if err := s.conn.catalogChanged(ctx, s.d.catalog); err != nil {
 			return nil, err
 		}
 	}
-	if n, err := res.RowsAffected(); err == nil && (n == 0 || s.d.classify != nil && exactAccounting(ctx)) {
+	if n, err := res.RowsAffected(); err == nil && (n == 0 || c.d.classify != nil && exactAccounting(ctx)) {
 		if err := s.conn.enf.check(ctx, s.conn.inner, &c, n); err != nil {
 			return nil, err
 		}
@@ -115,6 +119,13 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return nil, err
 	}
 	var rows driver.Rows
+	if c.claim != nil {
+		rows, err = queryConn(ctx, s.conn.inner, c.send, c.args)
+		if err != nil {
+			return nil, s.conn.enf.claimError(ctx, s.conn.inner, &c, err)
+		}
+		return s.conn.enf.wrapRows(ctx, s.conn.inner, rows, c), nil
+	}
 	if q, ok := s.inner.(driver.StmtQueryContext); ok {
 		rows, err = q.QueryContext(ctx, c.args)
 	} else {

@@ -22,18 +22,30 @@ func epochNode(param int32) *pg.Node {
 	}}}
 }
 
-func fenceNode(t *Table, qual string, param int32) *pg.Node {
+// stampNode is stampText as the parser builds it.
+func (r *rewriter) stampNode() *pg.Node {
+	if r.claim != nil {
+		return r.claim.checkNode(r.param, r.param+1)
+	}
+	return epochNode(r.param)
+}
+
+// fenceNode is fenceText as the parser builds it.
+func (r *rewriter) fenceNode(t *Table, qual string) *pg.Node {
+	if r.claim != nil && t.Stale == StaleClaim {
+		return &pg.Node{Node: &pg.Node_NullTest{NullTest: &pg.NullTest{Arg: r.stampNode(), Nulltesttype: pg.NullTestType_IS_NOT_NULL}}}
+	}
 	return &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{
 		Kind: pg.A_Expr_Kind_AEXPR_OP,
 		// OPERATOR(pg_catalog.<) parses to the qualified name ["pg_catalog", "<"].
 		Name:  []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode(t.Mode.Operator())},
 		Lexpr: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(qual), pg.MakeStrNode(t.EpochColumn)}}}},
-		Rexpr: epochNode(param),
+		Rexpr: r.stampNode(),
 	}}}
 }
 
-func setTarget(t *Table, param int32) *pg.Node {
-	return &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn, Val: epochNode(param)}}}
+func (r *rewriter) setTarget(t *Table) *pg.Node {
+	return &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn, Val: r.stampNode()}}}
 }
 
 // andNode mirrors the grammar's makeAndExpr: `(p) AND f` flattens into p's argument

@@ -100,11 +100,18 @@ type NotClaimableError struct {
 	ExpiresAt   time.Time // the last claim's lease end (zero if none)
 	AvailableAt time.Time // when a pending job becomes claimable (zero if not applicable)
 	Now         time.Time // the arbiter's clock when it refused
+	// Locked: the last claim's lease ran out, but a transaction of that claim is
+	// still open (its claim-checked writes lock the job's row until they commit or
+	// roll back). A takeover does not wait for it: retry the claim shortly.
+	Locked bool
 }
 
 func (e *NotClaimableError) Error() string {
 	var what, fix string
 	switch {
+	case e.Locked:
+		what = fmt.Sprintf("its last claim (epoch %d) ran out of lease but still has a transaction open on the job's row", e.Epoch)
+		fix = "a takeover waits until that transaction commits or rolls back, so that it comes after the old claim's writes: retry the claim shortly"
 	case !e.Found:
 		what, fix = "not found", "check the job id"
 	case e.Status == statusDone:
@@ -162,6 +169,8 @@ const (
 type table struct {
 	kind       string // for messages: "jobs table", "claim table"
 	name       name
+	keyCol     name // the job's key column, for the claim check (sqlfence.WithClaim)
+	epochCol   name // the epoch column
 	lease      time.Duration
 	renewEvery time.Duration
 
@@ -285,7 +294,9 @@ func newLease(parent context.Context, t *table, db DB, id any, epoch int64, expi
 	base, cancel := context.WithCancelCause(parent)
 	l := &Lease{
 		JobID: id, Epoch: epoch, t: t, db: db, cancel: cancel,
-		ctx:       sqlfence.OnFenced(sqlfence.WithEpoch(base, epoch), cancel),
+		ctx: sqlfence.OnFenced(sqlfence.WithClaim(base, sqlfence.Claim{
+			Table: t.name.sql, KeyColumn: t.keyCol.sql, EpochColumn: t.epochCol.sql, Key: id, Epoch: epoch,
+		}), cancel),
 		expiresAt: expiresAt, deadline: sentAt.Add(t.lease),
 		stopKeeper: func() {},
 	}

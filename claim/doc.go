@@ -95,6 +95,26 @@
 // job id in the claim table, under the same conditional-update discipline and
 // either epoch source, and acknowledges the message with the receipt.
 //
+// # Claim-checked writes, and what fencing promises
+//
+// Lease.Context carries the claim (sqlfence.WithClaim), so every fenced write
+// also checks, in the same statement, that the job's row still holds this
+// claim's epoch, and locks that row FOR KEY SHARE until the transaction ends. A
+// superseded execution is fenced on every protected row, also rows its
+// successor has not written yet. Takeovers lock the row FOR UPDATE: Claim
+// reports a job whose old claim still has a transaction open
+// (NotClaimableError.Locked) and ClaimNext skips it, so a new claim commits
+// after the old claim's writes. Renewals do not conflict with that lock.
+//
+// Fencing orders writers and stops superseded ones. It is not concurrency
+// control between live claims: two valid claims of different jobs can
+// interleave a read-modify-write. Write relative updates (SET q = q - $1) or
+// read with SELECT … FOR UPDATE in the write's transaction; reading a value,
+// computing, and writing it back in a later statement loses the other claim's
+// update. With the policy's stale: claim, writes under a claim are checked
+// against the claim only, so a valid older claim of another job is not fenced
+// by a newer one's write.
+//
 // # Claim discipline
 //
 // Every statement the helpers run is marked (internal/claimctx) so that

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/sqlfence/sqlfence/internal/claimctx"
 )
 
@@ -93,6 +95,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		}
 		seen[col.dst.parts[0]] = col.field
 	}
+	j.t.keyCol, j.t.epochCol = id, epoch
 	ret := []string{id.sql, epoch.sql, expires.sql}
 	for _, r := range cfg.Returning {
 		n, err := parseName("Returning column", r, 1)
@@ -123,7 +126,14 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	}
 	returning := " RETURNING " + strings.Join(ret, ", ")
 
-	j.claimSQL = fmt.Sprintf("UPDATE %s %s WHERE %s = $1 AND %s%s", T, set(2), id.sql, claimable, returning)
+	// A takeover locks the row FOR UPDATE before it changes the epoch: claim-checked
+	// writes of the previous claim hold FOR KEY SHARE on it until they commit, so
+	// the new claim becomes visible only after the old claim's writes. NOWAIT (and
+	// SKIP LOCKED in nextSQL) keep a claimer from queueing behind such a
+	// transaction: the job is reported locked (or skipped) instead. Renewals,
+	// completion and release take the weaker FOR NO KEY UPDATE, which FOR KEY SHARE
+	// does not block, so the old claim's own keeper keeps running meanwhile.
+	j.claimSQL = fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[3]s = $1 AND %[4]s FOR UPDATE NOWAIT) AND %[4]s%[5]s", T, set(2), id.sql, claimable, returning)
 	// SKIP LOCKED lets concurrent workers pick different jobs instead of
 	// queueing on one; the outer WHERE repeats the condition so the UPDATE
 	// stays a conditional claim on its own.
@@ -199,8 +209,11 @@ func (j *Jobs) Claim(ctx context.Context, db DB, id any, dest ...any) (*Lease, e
 	}
 	sent := time.Now()
 	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.claimSQL, id, micros(j.t.lease)), dest)
-	if errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return nil, j.t.notClaimable(ctx, db, id)
+	case isLocked(err):
+		return nil, j.t.locked(ctx, db, id)
 	}
 	return l, err
 }
@@ -225,6 +238,24 @@ func (j *Jobs) scan(ctx context.Context, db DB, sent time.Time, row *sql.Row, de
 		return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w", j.t.name, err)
 	}
 	return newLease(ctx, &j.t, db, id, epoch, exp, sent), nil
+}
+
+// isLocked reports PostgreSQL's lock_not_available (55P03): a FOR UPDATE NOWAIT met
+// a lock.
+func isLocked(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// locked is the error of a takeover that met an open transaction of the claim it
+// would supersede.
+func (t *table) locked(ctx context.Context, db DB, id any) error {
+	err := t.notClaimable(ctx, db, id)
+	var nc *NotClaimableError
+	if errors.As(err, &nc) {
+		nc.Locked = true
+	}
+	return err
 }
 
 // notClaimable reads the row a refused claim was about, for the error.

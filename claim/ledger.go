@@ -61,6 +61,7 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 		return nil, err
 	}
 	T := l.t.name.sql
+	l.t.keyCol, l.t.epochCol = name{parts: []string{"job_id"}, sql: "job_id"}, name{parts: []string{"lease_epoch"}, sql: "lease_epoch"}
 	first, next := "1", "c.lease_epoch + 1"
 	if cfg.Epochs == GlobalEpoch {
 		first, next = nextvalSQL(seq), nextvalSQL(seq)
@@ -73,7 +74,11 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	l.claimSQL = fmt.Sprintf(`INSERT INTO %[1]s AS c (job_id, lease_epoch, status, lease_expires_at) `+
 		`VALUES ($1, %[2]s, 'claimed', now() + $2::bigint * interval '1 microsecond') `+
 		`ON CONFLICT (job_id) DO UPDATE SET lease_epoch = %[3]s, status = 'claimed', lease_expires_at = excluded.lease_expires_at `+
-		`WHERE (c.status = 'released' AND c.lease_expires_at <= now()) OR (c.status = 'claimed' AND c.lease_expires_at < now()) `+
+		`WHERE ((c.status = 'released' AND c.lease_expires_at <= now()) OR (c.status = 'claimed' AND c.lease_expires_at < now())) `+
+		// The takeover locks the row FOR UPDATE, as a jobs table's does: it
+		// comes after every open claim-checked transaction of the old claim
+		// (NOWAIT: reported, not queued behind it).
+		`AND EXISTS (SELECT FROM %[1]s x WHERE x.job_id = c.job_id FOR UPDATE NOWAIT) `+
 		`RETURNING c.lease_epoch, c.lease_expires_at`, T, first, next)
 	const held = "WHERE job_id = $1 AND lease_epoch = $2::bigint AND status = 'claimed'"
 	l.t.renewSQL = fmt.Sprintf("UPDATE %s SET lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s RETURNING lease_expires_at", T, held)
@@ -119,6 +124,8 @@ func (l *Ledger) Claim(ctx context.Context, db DB, jobID string) (*Lease, error)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, l.t.notClaimable(ctx, db, jobID)
+	case isLocked(err):
+		return nil, l.t.locked(ctx, db, jobID)
 	case err != nil:
 		return nil, fmt.Errorf("claim: claiming job %q in the claim table %s: %w", jobID, l.t.name, err)
 	}

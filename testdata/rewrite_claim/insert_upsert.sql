@@ -1,0 +1,8 @@
+INSERT INTO inventory AS i (sku, quantity) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET quantity = i.quantity + excluded.quantity
+
+---- sent ----
+INSERT INTO inventory AS i (sku, quantity, writer_epoch) VALUES ($1, $2, (SELECT $3::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $4 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $3::bigint FOR KEY SHARE)) ON CONFLICT (sku) DO UPDATE SET quantity = i.quantity + excluded.quantity, writer_epoch = (SELECT $3::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $4 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $3::bigint FOR KEY SHARE) WHERE i.writer_epoch OPERATOR(pg_catalog.<) (SELECT $3::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $4 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $3::bigint FOR KEY SHARE)
+
+---- sent, stale: claim ----
+INSERT INTO inventory AS i (sku, quantity, writer_epoch) VALUES ($1, $2, (SELECT $3::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $4 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $3::bigint FOR KEY SHARE)) ON CONFLICT (sku) DO UPDATE SET quantity = i.quantity + excluded.quantity, writer_epoch = (SELECT $3::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $4 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $3::bigint FOR KEY SHARE) WHERE (SELECT $3::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $4 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $3::bigint FOR KEY SHARE) IS NOT NULL
+

@@ -1,0 +1,8 @@
+MERGE INTO reports r USING (VALUES (1), (77)) v(id) ON r.id = v.id WHEN MATCHED THEN UPDATE SET body = 'merged' WHEN NOT MATCHED THEN INSERT DEFAULT VALUES
+
+---- sent ----
+MERGE INTO reports r USING (VALUES (1), (77)) v(id) ON r.id = v.id WHEN MATCHED AND r.fence_epoch OPERATOR(pg_catalog.<) (SELECT $1::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $2 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $1::bigint FOR KEY SHARE) THEN UPDATE SET body = 'merged', fence_epoch = (SELECT $1::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $2 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $1::bigint FOR KEY SHARE) WHEN NOT MATCHED THEN INSERT (fence_epoch) VALUES ((SELECT $1::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $2 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $1::bigint FOR KEY SHARE))
+
+---- sent, stale: claim ----
+MERGE INTO reports r USING (VALUES (1), (77)) v(id) ON r.id = v.id WHEN MATCHED AND (SELECT $1::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $2 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $1::bigint FOR KEY SHARE) IS NOT NULL THEN UPDATE SET body = 'merged', fence_epoch = (SELECT $1::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $2 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $1::bigint FOR KEY SHARE) WHEN NOT MATCHED THEN INSERT (fence_epoch) VALUES ((SELECT $1::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $2 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $1::bigint FOR KEY SHARE))
+
