@@ -81,6 +81,10 @@ func TestUpsertClassification(t *testing.T) {
 		{name: "composite key, fresh", epoch: 7, state: stockState,
 			stmt: `INSERT INTO stock (site, sku, qty) VALUES ('s1', 'a', 4), ('s3', 'a', 4) ON CONFLICT (site, sku) DO UPDATE SET qty = excluded.qty`,
 			want: outcome{n: 2, state: "s1/a:4:7 s1/b:2:9 s2/a:3:5 s3/a:4:7"}},
+		{name: "on constraint with own where, not matched", epoch: 7,
+			stmt: `INSERT INTO inventory (sku, quantity) VALUES ($1, $2) ON CONFLICT ON CONSTRAINT inventory_pkey DO UPDATE SET quantity = excluded.quantity WHERE inventory.quantity > 100`,
+			args: []any{"a", 1},
+			want: outcome{n: 0, state: "a:10:5 b:20:5"}},
 		// The conflicting rows cannot be read back by constraint name: a 0-row result
 		// is a fence (exact for repeatable tables, where this epoch is admitted).
 		{name: "on constraint, repeatable", epoch: 3,

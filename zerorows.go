@@ -158,9 +158,15 @@ func (c *classifier) setReturning(list []*pg.Node) {
 // UPDATE's: a newer epoch is a fence, this epoch in strict mode "already written",
 // no match an ordinary result; with exact accounting, the matched rows still holding
 // a newer epoch after the write are the ones it fenced. When the key values cannot be
-// read back without running anything, the classifier is conflictOnly.
+// read back without running anything, the classifier is conflictOnly, or nil when
+// the statement has a DO UPDATE … WHERE of its own.
 func (r *rewriter) conflictClassifier(t *Table, s *pg.InsertStmt, cols []string, into, open, body, hi, base int, hasWhere bool, whereEnd int) *classifier {
 	fallback := &classifier{table: t, conflictOnly: true, returning: len(s.ReturningList) > 0}
+	if hasWhere {
+		// With a DO UPDATE … WHERE of its own, 0 rows may be that condition's doing:
+		// without the conflicting rows, nothing can be said.
+		fallback = nil
+	}
 	inf := s.OnConflictClause.GetInfer()
 	if inf == nil || inf.Conname != "" || inf.WhereClause != nil || len(inf.IndexElems) == 0 || open < 0 {
 		return fallback
