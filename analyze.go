@@ -136,8 +136,7 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 	}
 	tree, err := pg.Parse(sql)
 	if err != nil {
-		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
-			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
+		return &decision{act: actRefuse, refusal: parseRefusal(sql, scan, err)}
 	}
 	if e := admit(policy, tree); e != nil {
 		return &decision{act: actRefuse, refusal: e}
@@ -196,4 +195,21 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 		return &decision{act: actRefuse, refusal: e}
 	}
 	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+}
+
+// parseRefusal is the refusal for a statement the parser rejects. The common cause
+// with a query builder is ? placeholders — sqlx without the bind type for the driver
+// name "sqlfence", or SQL written for MySQL or SQLite — which PostgreSQL reads as an
+// operator; the message says so.
+func parseRefusal(sql string, scan *pg.ScanResult, err error) *Error {
+	e := refuse(nil, "cannot parse the statement: "+err.Error(), "fix the SQL syntax; sqlfence never sends a statement it cannot read")
+	for _, t := range scan.Tokens {
+		if op := sql[t.Start:t.End]; t.Token == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
+			e.Reason += "; the statement uses ? placeholders"
+			e.Fix = `PostgreSQL numbers parameters $1, $2…; with sqlx call sqlx.BindDriver("sqlfence", sqlx.DOLLAR) ` +
+				"(or use github.com/sqlfence/sqlfence/contrib/sqlx), or rebind the query with sqlx.Rebind(sqlx.DOLLAR, query)"
+			break
+		}
+	}
+	return e
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -62,6 +63,11 @@ func (d Driver) Open(dsn string) (driver.Conn, error) {
 // fails when no policy is given or the policy is broken: sqlfence never runs unfenced.
 // Each connection carries GuardSetting = on and standard_conforming_strings = on in
 // its startup message.
+//
+// The rest of the DSN may also be a name stdlib.RegisterConnConfig returned, as with
+// sql.Open("pgx", name): sql.Open("sqlfence", name+" sqlfence_policy=PATH"), or the
+// name alone with SQLFENCE_POLICY. The registered config is used, with the startup
+// parameters above added to it.
 func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	path, innerDSN, err := splitPolicyParam(dsn)
 	if err != nil {
@@ -80,8 +86,18 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	}
 	cfg, err := pgx.ParseConfig(innerDSN)
 	if err != nil {
+		if registeredName(innerDSN) {
+			return newConnector(&registeredConnector{name: innerDSN}, p)
+		}
 		return nil, err
 	}
+	pinStartup(cfg)
+	return newConnector(stdlib.GetConnector(*cfg), p)
+}
+
+// pinStartup sets the startup parameters every connection of the registered driver
+// carries.
+func pinStartup(cfg *pgx.ConnConfig) {
 	// The session setting rides in the startup message, so it costs no round trip. It
 	// tells the database-side guard (sqlfence guard) that writes on this connection
 	// went through the fence; psql, migrations and scripts do not carry it.
@@ -95,8 +111,68 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	// backslash or a quote).
 	cfg.RuntimeParams[standardStrings] = "on"
 	cfg.RuntimeParams["client_encoding"] = "UTF8"
-	return newConnector(stdlib.GetConnector(*cfg), p)
 }
+
+// registeredName reports whether a DSN pgx cannot parse is a single bare word, as the
+// names stdlib.RegisterConnConfig returns are ("registeredConnConfig0").
+func registeredName(dsn string) bool {
+	return dsn != "" && !strings.ContainsAny(dsn, " \t\r\n='\"/:@?")
+}
+
+// registeredConnector opens the connections for a name stdlib.RegisterConnConfig
+// returned, as sql.Open("pgx", name) would, but with sqlfence's startup parameters
+// (pinStartup). pgx keeps registered configs to itself and resolves a name only when
+// it connects, so the config is read back once, from the first connection pgx opens
+// for the name (closed at once, before any statement), and every connection is then
+// opened from that copy. A config registered again under the same name later is not
+// seen by this handle.
+type registeredConnector struct {
+	name  string
+	mu    sync.Mutex
+	inner driver.Connector // pgx's connector for the pinned copy, once read
+}
+
+func (c *registeredConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c.mu.Lock()
+	inner := c.inner
+	if inner == nil {
+		cfg, err := c.read(ctx)
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		pinStartup(cfg)
+		inner = stdlib.GetConnector(*cfg)
+		c.inner = inner
+	}
+	c.mu.Unlock()
+	return inner.Connect(ctx)
+}
+
+// read opens one connection through pgx's own resolution of the name and returns a
+// copy of the config it was opened with.
+func (c *registeredConnector) read(ctx context.Context) (*pgx.ConnConfig, error) {
+	dc, ok := stdlib.GetDefaultDriver().(driver.DriverContext)
+	if !ok {
+		return nil, errors.New("sqlfence: pgx's driver has no OpenConnector")
+	}
+	pc, err := dc.OpenConnector(c.name)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pc.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	sc, ok := conn.(*stdlib.Conn)
+	if !ok {
+		return nil, fmt.Errorf("sqlfence: pgx opened a %T for %s", conn, c.name)
+	}
+	return sc.Conn().Config(), nil
+}
+
+func (c *registeredConnector) Driver() driver.Driver { return stdlib.GetDefaultDriver() }
 
 // splitPolicyParam removes the policy parameter from a DSN, in URL or keyword/value
 // form, so pgx never sees a parameter it would send to the server as a setting.
@@ -128,6 +204,13 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 				kept = append(kept, dsn[i:])
 			}
 			break
+		}
+		if sp := strings.IndexByte(dsn[i:], ' '); sp >= 0 && sp < eq && strings.TrimSpace(dsn[i+sp:i+eq]) != "" {
+			// A word without a value: the name stdlib.RegisterConnConfig returned,
+			// followed by sqlfence_policy=PATH. Kept as it is.
+			kept = append(kept, dsn[i:i+sp])
+			i += sp
+			continue
 		}
 		key := strings.TrimSpace(dsn[i : i+eq])
 		i += eq + 1

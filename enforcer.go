@@ -297,10 +297,19 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 		fenced.Fix = "the row is fenced for this epoch, though this execution's claim is still current: release the job so it runs again under a newer claim, or declare the table `stale: claim`"
 	}
 	if cl.conflictOnly {
+		// The conflicting rows cannot be read back (see classifier.conflictOnly), so
+		// neither can a partial fence be counted.
 		if affected > 0 {
 			return nil
 		}
-		fenced.Reason = "every row conflicted with a row written by a newer claim"
+		fenced.Reason = "every row conflicted with an existing row the fence kept"
+		if t.Mode == ModeStrict {
+			// In strict mode this epoch's own earlier write is kept too; without the
+			// rows it cannot be told from a newer claim's, and a fence is the safe
+			// reading (it stops the handler rather than let it go on superseded).
+			fenced.Reason += ", written by a newer claim or, in strict mode, by this epoch before; " +
+				"name the conflict columns (ON CONFLICT (col, …)) and insert constants or parameters for them so sqlfence can tell which"
+		}
 		return fenced
 	}
 	args := make([]driver.NamedValue, len(cl.args)+1)

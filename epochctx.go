@@ -70,10 +70,10 @@ func noteFenced(ctx context.Context, err error) error {
 type exactKey struct{}
 
 // WithExactAccounting asks, for the writes under ctx, for exact accounting of bulk
-// statements: an UPDATE or DELETE that wrote some rows while the fence kept others
-// fails with ErrFenced carrying both counts (Error.Affected, Error.Fenced). It costs
-// one query after each such write that affected rows, so it is off by default; a
-// write that affected no rows is always classified.
+// statements: an UPDATE, DELETE or multi-row upsert that wrote some rows while the
+// fence kept others fails with ErrFenced carrying both counts (Error.Affected,
+// Error.Fenced). It costs one query after each such write that affected rows, so it
+// is off by default; a write that affected no rows is always classified.
 func WithExactAccounting(ctx context.Context) context.Context {
 	exactAccountingUsed.Store(true)
 	return context.WithValue(ctx, exactKey{}, true)

@@ -1,8 +1,13 @@
 package sqlfence_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"log"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
 )
@@ -36,4 +41,37 @@ func ExampleParsePolicy_error() {
 	fmt.Println(err)
 	// Output:
 	// sqlfence: policy sqlfence.yaml line 2: mode must be one of strict, repeatable; got "strcit"
+}
+
+// A pgx connector you configured, wrapped (compiled, not run: it needs a server). The
+// startup parameters are the ones the registered driver pins.
+func ExampleNewConnector_pgx() {
+	policy, err := sqlfence.LoadPolicy("sqlfence.yaml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig("postgres://app@db/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.RuntimeParams[sqlfence.GuardSetting] = "on" // for the database-side guard
+	cfg.RuntimeParams["standard_conforming_strings"] = "on"
+	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), policy))
+	defer db.Close()
+}
+
+// A config registered with pgx's stdlib opens through the driver "sqlfence" by its
+// name, as through "pgx" (compiled, not run: it needs a server).
+func ExampleDriver_OpenConnector_registeredConfig() {
+	cfg, err := pgx.ParseConfig("postgres://app@db/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	name := stdlib.RegisterConnConfig(cfg)
+	defer stdlib.UnregisterConnConfig(name)
+	db, err := sql.Open("sqlfence", name+" sqlfence_policy=sqlfence.yaml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
 }

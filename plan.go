@@ -19,6 +19,17 @@ type Plan struct {
 	// ClaimTable names the claim table whose status or epoch column the statement
 	// writes: the driver sends it only from the claim helpers, and refuses it otherwise.
 	ClaimTable string
+	// Check is the query the driver runs after the fenced statement affected no rows
+	// (and, under WithExactAccounting, after it affected some), to tell a fence from an
+	// ordinary result; "" when there is none. It returns one row of two bigint columns:
+	// the highest epoch stored on the rows the statement matches (NULL when none
+	// matches) and how many of them the fence kept. For tests that stand in for the
+	// database (a mock must answer it); sqlfence runs it itself.
+	Check string
+	// CheckArgs lists, for the check's parameters $1…$n-1 in order, the 0-based index
+	// of the statement's argument each one takes; the check's last parameter, $n, is
+	// the epoch.
+	CheckArgs []int
 }
 
 // Plan decides what sqlfence would do with query, without a database.
@@ -44,6 +55,9 @@ func (p *Policy) Plan(query string) Plan {
 	}
 	if d.act == actRewrite {
 		out.Fenced, out.EpochParam = d.sql, d.epochParam
+		if c := d.classify; c != nil && c.query != "" {
+			out.Check, out.CheckArgs = c.query, slices.Clone(c.args)
+		}
 	}
 	if d.claim != nil {
 		out.ClaimTable = d.claim.QualifiedName.String()

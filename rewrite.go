@@ -111,7 +111,9 @@ func assignsEpoch(t *Table, targets []*pg.Node) *Error {
 	for _, n := range targets {
 		if rt := n.GetResTarget(); rt != nil && rt.Name == t.EpochColumn {
 			return refuse(t, "the statement assigns the epoch column "+sqlident.Quote(t.EpochColumn)+" itself",
-				"remove the assignment; sqlfence sets it from the context's epoch (sqlfence.WithEpoch)")
+				"remove the assignment; sqlfence sets it from the context's epoch (sqlfence.WithEpoch). "+
+					"From an ORM model with the epoch field: with GORM register the plugin sqlfencegorm.New(policy) "+
+					"(github.com/sqlfence/sqlfence/contrib/gorm) or tag the field `gorm:\"->\"`; with bun tag it `bun:\",scanonly\"`")
 		}
 	}
 	return nil

@@ -28,7 +28,9 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 		return unexpected(t, "INSERT without INTO")
 	}
 	col := sqlident.Quote(t.EpochColumn)
-	var body int // first token of the rows
+	cols := insertColumns(s.Cols) // the application's own column list, before the epoch is added
+	var body int                  // first token of the rows
+	open := -1                    // the column list's "("
 	switch {
 	case s.SelectStmt == nil: // DEFAULT VALUES
 		def := r.find(into+1, hi, base, pg.Token_DEFAULT)
@@ -46,7 +48,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 		return refuse(t, "INSERT into a protected table without a column list",
 			"name the columns: INSERT INTO t (a, b) VALUES (…); sqlfence adds "+col+" to the list")
 	default:
-		open := r.find(into+1, hi, base, pg.Token_ASCII_40)
+		open = r.find(into+1, hi, base, pg.Token_ASCII_40)
 		if open < 0 || r.pair[open] < 0 {
 			return unexpected(t, "INSERT column list")
 		}
@@ -80,11 +82,16 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 		r.insert(r.toks[setEnd-1].end, ", "+col+" = "+r.stampText())
 		oc.TargetList = append(oc.TargetList, r.setTarget(t))
 		hadWhere := oc.WhereClause != nil
-		if _, err := r.fenceWhere(t, qualifier(s.Relation), &oc.WhereClause, setEnd, hi, base); err != nil {
+		readsExcluded := hadWhere && refersTo(oc.WhereClause, "excluded")
+		whereEnd, err := r.fenceWhere(t, qualifier(s.Relation), &oc.WhereClause, setEnd, hi, base)
+		if err != nil {
 			return err
 		}
-		if top && !hadWhere && len(s.SelectStmt.GetSelectStmt().GetValuesLists()) > 0 {
-			r.top = &classifier{table: t, conflictOnly: true, returning: len(s.ReturningList) > 0}
+		// An upsert of literal rows is explained by the rows its conflict target
+		// matches. A DO UPDATE … WHERE that reads excluded.* cannot be evaluated
+		// without the rows, so its 0-row result stays unexplained.
+		if top && !readsExcluded && len(s.SelectStmt.GetSelectStmt().GetValuesLists()) > 0 {
+			r.top = r.conflictClassifier(t, s, cols, into, open, body, hi, base, hadWhere, whereEnd)
 		}
 	}
 	r.done[s] = true

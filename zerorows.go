@@ -5,10 +5,14 @@ package sqlfence
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -20,9 +24,11 @@ type classifier struct {
 	// args[i] is the index into the statement's arguments of the query's $i+1.
 	query string
 	args  []int
-	// conflictOnly: an INSERT … ON CONFLICT DO UPDATE of literal rows with no WHERE of
-	// its own. Zero rows can then only mean every row conflicted and was fenced; the
-	// stored epoch is not known.
+	// conflictOnly: an INSERT … ON CONFLICT DO UPDATE of literal rows whose conflicting
+	// rows cannot be read back (a constraint name or an index expression as the
+	// target, DEFAULT or an expression as a key value): zero rows can then only mean
+	// every row conflicted and the fence kept it, but not whether a newer claim or this
+	// epoch wrote it. query is "" and the stored epoch is not known.
 	conflictOnly bool
 	// returning: the write has a RETURNING list, so through QueryContext an empty
 	// result is the 0-row case; without one, Query never tells how many rows changed.
@@ -143,4 +149,141 @@ func (c *classifier) setReturning(list []*pg.Node) {
 	if c != nil {
 		c.returning = len(list) > 0
 	}
+}
+
+// conflictClassifier explains an INSERT … ON CONFLICT (cols) DO UPDATE of VALUES rows:
+// the rows it matches are the existing rows whose conflict columns hold the values
+// the statement inserts for them, so the query selects those (and the DO UPDATE's own
+// WHERE, when it reads only the table). A 0-row result is then explained like an
+// UPDATE's: a newer epoch is a fence, this epoch in strict mode "already written",
+// no match an ordinary result; with exact accounting, the matched rows still holding
+// a newer epoch after the write are the ones it fenced. When the key values cannot be
+// read back without running anything, the classifier is conflictOnly, or nil when
+// the statement has a DO UPDATE … WHERE of its own.
+func (r *rewriter) conflictClassifier(t *Table, s *pg.InsertStmt, cols []string, into, open, body, hi, base int, hasWhere bool, whereEnd int) *classifier {
+	fallback := &classifier{table: t, conflictOnly: true, returning: len(s.ReturningList) > 0}
+	if hasWhere {
+		// With a DO UPDATE … WHERE of its own, 0 rows may be that condition's doing:
+		// without the conflicting rows, nothing can be said.
+		fallback = nil
+	}
+	inf := s.OnConflictClause.GetInfer()
+	if inf == nil || inf.Conname != "" || inf.WhereClause != nil || len(inf.IndexElems) == 0 || open < 0 {
+		return fallback
+	}
+	var keys []int // index into cols of each conflict column
+	var names []string
+	qual := sqlident.Quote(qualifier(s.Relation)) + "."
+	for _, n := range inf.IndexElems {
+		ie := n.GetIndexElem()
+		if ie == nil || ie.Name == "" || ie.Expr != nil {
+			return fallback
+		}
+		k := slices.Index(cols, ie.Name)
+		if k < 0 {
+			return fallback // the key comes from a column default
+		}
+		keys = append(keys, k)
+		names = append(names, qual+sqlident.Quote(ie.Name))
+	}
+	i := body
+	for i < hi && r.toks[i].tok == pg.Token_ASCII_40 && r.pair[i] > 0 {
+		i++
+	}
+	if i >= hi || r.toks[i].tok != pg.Token_VALUES {
+		return fallback
+	}
+	i++
+	var rows []string
+	for _, row := range s.SelectStmt.GetSelectStmt().GetValuesLists() {
+		items := row.GetList().GetItems()
+		if i >= hi || r.toks[i].tok != pg.Token_ASCII_40 || r.pair[i] < 0 {
+			return fallback
+		}
+		var pieces [][2]int // token ranges of the row's values
+		from, depth := i+1, r.depth[i]+1
+		for j := i + 1; j <= r.pair[i]; j++ {
+			if j == r.pair[i] || r.depth[j] == depth && r.toks[j].tok == pg.Token_ASCII_44 {
+				pieces = append(pieces, [2]int{from, j})
+				from = j + 1
+			}
+		}
+		if len(pieces) != len(cols) || len(items) < len(cols) {
+			return fallback
+		}
+		vals := make([]string, len(keys))
+		for x, k := range keys {
+			if !literalValue(items[k]) || pieces[k][0] >= pieces[k][1] {
+				return fallback
+			}
+			vals[x] = r.text(pieces[k][0], pieces[k][1])
+		}
+		if len(keys) == 1 {
+			rows = append(rows, vals[0])
+		} else {
+			rows = append(rows, "("+strings.Join(vals, ", ")+")")
+		}
+		i = r.pair[i] + 1
+		if i < hi && r.toks[i].tok == pg.Token_ASCII_44 {
+			i++
+		}
+	}
+	lhs := names[0]
+	if len(names) > 1 {
+		lhs = "(" + strings.Join(names, ", ") + ")"
+	}
+	col := qual + sqlident.Quote(t.EpochColumn)
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s FROM %s WHERE %s IN (%s)", classifierColumns(col, t, false), r.text(into+1, open), lhs, strings.Join(rows, ", "))
+	if hasWhere {
+		b.WriteString(" AND (")
+		b.WriteString(r.whereText(whereEnd))
+		b.WriteString(")")
+	}
+	c := renumber(t, b.String())
+	if c == nil {
+		return fallback
+	}
+	c.returning = len(s.ReturningList) > 0
+	return c
+}
+
+// literalValue reports a value that means the same in the classification query as in
+// the INSERT: a constant or a parameter, possibly cast. Anything else could be
+// volatile (nextval, random) or read something the query does not have.
+func literalValue(n *pg.Node) bool {
+	switch v := n.GetNode().(type) {
+	case *pg.Node_AConst, *pg.Node_ParamRef:
+		return true
+	case *pg.Node_TypeCast:
+		return v.TypeCast.Arg != nil && literalValue(v.TypeCast.Arg)
+	}
+	return false
+}
+
+// insertColumns returns an INSERT's column names, or nil when one assigns a field or
+// an element (col.f, col[1]) rather than a column.
+func insertColumns(cols []*pg.Node) []string {
+	names := make([]string, 0, len(cols))
+	for _, n := range cols {
+		rt := n.GetResTarget()
+		if rt == nil || len(rt.Indirection) > 0 {
+			return nil
+		}
+		names = append(names, rt.Name)
+	}
+	return names
+}
+
+// refersTo reports whether an expression names a column of the relation rel
+// (rel.col or rel.*).
+func refersTo(n *pg.Node, rel string) bool {
+	found := false
+	pgtree.Walk(n.ProtoReflect(), func(m protoreflect.Message) bool {
+		if c, ok := m.Interface().(*pg.ColumnRef); ok && len(c.Fields) > 1 && c.Fields[0].GetString_().GetSval() == rel {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

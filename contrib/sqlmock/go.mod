@@ -1,0 +1,20 @@
+module github.com/sqlfence/sqlfence/contrib/sqlmock
+
+go 1.26
+
+replace github.com/sqlfence/sqlfence => ../..
+
+require github.com/sqlfence/sqlfence v0.0.0-00010101000000-000000000000
+
+require (
+	github.com/DATA-DOG/go-sqlmock v1.5.2
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/pganalyze/pg_query_go/v6 v6.2.5 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/protobuf v1.33.0 // indirect
+)
