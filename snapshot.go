@@ -347,23 +347,6 @@ func (s *catalogSnapshot) leavesEpochColumn(oid uint32, epochColumn string) bool
 // wholeRowAssignment finds an assignment to NEW as a whole in a trigger function.
 var wholeRowAssignment = regexp.MustCompile(`\bnew\s*:?=[^=]`)
 
-// volatility returns a function's volatility: a user function's own, a built-in's
-// most volatile overload.
-func (s *catalogSnapshot) volatility(oid uint32, schema, name string) pgfunc.Volatility {
-	if f := s.byOID[oid]; f != nil && len(f.Volatility) == 1 {
-		return pgfunc.Volatility(f.Volatility[0])
-	}
-	if schema == "pg_catalog" {
-		if v, ok := s.builtins[name]; ok {
-			return v
-		}
-		if v, ok := pgfunc.Builtin(name); ok {
-			return v
-		}
-	}
-	return pgfunc.Volatile
-}
-
 // dynamicHazards judges the code of every trigger and rule with p, which consults s:
 // a trigger whose function, or a rule whose actions, sqlfence refuses makes the
 // writes that fire it refused (fence what can be fenced, refuse the rest: the
