@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -29,22 +30,7 @@ type relation struct {
 func resolveTables(ctx context.Context, conn *pgx.Conn, pol *sqlfence.Policy) ([]relation, error) {
 	var out []relation
 	var problems []string
-	query := func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := conn.Query(ctx, sql, args...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out [][]any
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, rows.Err()
-	}
+	query := cmdutil.QueryFunc(conn)
 	for i := range pol.Tables {
 		t := &pol.Tables[i]
 		rels, err := pgcatalog.Relations(ctx, query, t.Schema, t.Name, t.EpochColumn)
