@@ -13,11 +13,13 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
-// maxStatementBytes bounds what reaches the C parser. pg_query recurses on nesting and
-// a pathological statement can exhaust the stack and kill the process; nothing a job
-// handler sends to a protected table needs to be this large.
+// maxStatementBytes bounds what reaches the C parser. The parser's stack is bounded by
+// the structure of the text (pgtree.Measure), not its size; nothing a job handler
+// sends to a protected table needs to be this large.
 const maxStatementBytes = 1 << 20
 
 type action uint8
@@ -134,7 +136,7 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 	if e := r.tokenize(scan); e != nil {
 		return &decision{act: actRefuse, refusal: e}
 	}
-	tree, err := pg.Parse(sql)
+	tree, err := pgtree.ParseScanned(sql, scan.Tokens, pgtree.Limit)
 	if err != nil {
 		return &decision{act: actRefuse, refusal: parseRefusal(sql, scan, err)}
 	}

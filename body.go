@@ -6,6 +6,7 @@ package sqlfence
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -39,20 +40,22 @@ func judgeDo(p *Policy, s *pg.DoStmt) *Error {
 }
 
 // judgePlpgsql checks the PL/pgSQL routine body that the CREATE FUNCTION or CREATE
-// PROCEDURE statement create defines, with pg_query's PL/pgSQL parser. The PL/pgSQL
-// parser parses every expression in the body, so the body's own text is held to the
-// parser's structural bounds first: in create it is one string token they cannot see
-// into.
+// PROCEDURE statement create defines, with pg_query's PL/pgSQL parser. The body's own
+// text is held to the parser's bounds as PL/pgSQL (pgtree.ParsePlpgsql): in create it
+// is one string token the bounds cannot see into, and its statements nest.
 func judgePlpgsql(p *Policy, what, body, create string) *Error {
 	unreadable := refuse(nil, what+" that sqlfence cannot read", "run the statements as plain statements through the driver")
-	if e := boundedText(body); e != nil {
-		e.Reason = what + ": " + e.Reason
-		return e
+	for _, text := range []string{body, create} {
+		if e := tooLarge(text); e != nil {
+			e.Reason = what + ": " + e.Reason
+			return e
+		}
 	}
-	if e := boundedText(create); e != nil {
-		return e
+	out, err := pgtree.ParsePlpgsql(create, body)
+	var be *pgtree.BoundsError
+	if errors.As(err, &be) {
+		return refuse(nil, what+": the body is "+be.Error(), "split it into simpler statements")
 	}
-	out, err := pg.ParsePlPgSqlToJSON(create)
 	if err != nil {
 		unreadable.Reason += " (" + err.Error() + ")"
 		return unreadable
@@ -171,29 +174,24 @@ func judgeSQLBody(p *Policy, what, body string) *Error {
 	return judgeBodyText(p, what, body)
 }
 
-// boundedText refuses text the parser must not see: larger than the parser's bound,
-// unscannable, or past the structural bounds (pgtree.Bounds) that keep the C parser
-// from exhausting its stack.
-func boundedText(text string) *Error {
+// tooLarge refuses text larger than the 1 MiB sqlfence parses.
+func tooLarge(text string) *Error {
 	if len(text) > maxStatementBytes {
 		return refuse(nil, "a statement or body of more than the 1 MiB sqlfence parses", "split it")
-	}
-	scan, err := pg.Scan(text)
-	if err != nil {
-		return refuse(nil, "cannot read the text: "+err.Error(), "fix the SQL syntax; sqlfence never sends what it cannot read")
-	}
-	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
-		return refuse(nil, "the text is too deeply nested for sqlfence to parse safely ("+msg+")", "split it into simpler statements")
 	}
 	return nil
 }
 
-// parseBounded parses text after boundedText has checked it.
+// parseBounded parses SQL text of a body, within the parser's bounds (pgtree.Parse).
 func parseBounded(text string) (*pg.ParseResult, *Error) {
-	if e := boundedText(text); e != nil {
+	if e := tooLarge(text); e != nil {
 		return nil, e
 	}
-	tree, err := pg.Parse(text)
+	tree, err := pgtree.Parse(text, pgtree.Limit)
+	var be *pgtree.BoundsError
+	if errors.As(err, &be) {
+		return nil, refuse(nil, "the text is "+be.Error(), "split it into simpler statements")
+	}
 	if err != nil {
 		return nil, refuse(nil, "cannot parse: "+err.Error(), "fix the SQL syntax; sqlfence never sends what it cannot read")
 	}

@@ -9,8 +9,6 @@
 package sqlfence
 
 import (
-	"sync"
-
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -65,7 +63,7 @@ func admitDDL(p *Policy, n *pg.Node) *Error {
 			return refuseFenceDDL(t, "a view over a protected table (writes through it would reach the table under another name)")
 		}
 	case *pg.Node_CreateFunctionStmt:
-		return admitRoutine(p, n, s.CreateFunctionStmt)
+		return admitRoutine(p, s.CreateFunctionStmt)
 	case *pg.Node_CreateTrigStmt:
 		tr := s.CreateTrigStmt
 		if t := match(p, tr.Relation); t != nil {
@@ -291,7 +289,7 @@ func admitDrop(p *Policy, d *pg.DropStmt) *Error {
 // admitRoutine judges CREATE FUNCTION and CREATE PROCEDURE: the body is read and
 // every statement in it judged, its SET clauses too. A body in another language
 // cannot be read.
-func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
+func admitRoutine(p *Policy, f *pg.CreateFunctionStmt) *Error {
 	what := "the function " + nameOf(f.Funcname)
 	if f.IsProcedure {
 		what = "the procedure " + nameOf(f.Funcname)
@@ -332,7 +330,7 @@ func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
 	case lang == "sql":
 		return judgeSQLBody(p, what, body)
 	case lang == "plpgsql":
-		text, err := pg.Deparse(&pg.ParseResult{Version: parserVersion(), Stmts: []*pg.RawStmt{{Stmt: n}}})
+		text, err := pgtree.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: plpgsqlHeader(f)}}})
 		if err != nil {
 			return refuse(nil, what+" cannot be read back", "create it as a migration outside the driver")
 		}
@@ -341,15 +339,22 @@ func admitRoutine(p *Policy, n *pg.Node, f *pg.CreateFunctionStmt) *Error {
 	return refuseCodeDDL(what + " in language " + lang)
 }
 
-// parserVersion is the version pg_query stamps on its trees: Deparse refuses a tree
-// without it.
-var parserVersion = sync.OnceValue(func() int32 {
-	tree, err := pg.Parse("SELECT 1")
-	if err != nil {
-		return 0
+// plpgsqlHeader is what pg_query's PL/pgSQL parser reads of a CREATE FUNCTION: the
+// name, the parameters without their defaults, the result and the options. The
+// defaults are expressions of any depth, judged with the rest of the statement; left
+// out, the tree Deparse walks is a few levels deep whatever the statement holds.
+func plpgsqlHeader(f *pg.CreateFunctionStmt) *pg.Node {
+	h := &pg.CreateFunctionStmt{IsProcedure: f.IsProcedure, Replace: f.Replace, Funcname: f.Funcname,
+		ReturnType: f.ReturnType, Options: f.Options}
+	for _, a := range f.Parameters {
+		if fp := a.GetFunctionParameter(); fp != nil {
+			a = &pg.Node{Node: &pg.Node_FunctionParameter{FunctionParameter: &pg.FunctionParameter{
+				Name: fp.Name, ArgType: fp.ArgType, Mode: fp.Mode}}}
+		}
+		h.Parameters = append(h.Parameters, a)
 	}
-	return tree.Version
-})
+	return &pg.Node{Node: &pg.Node_CreateFunctionStmt{CreateFunctionStmt: h}}
+}
 
 // isStatementNode reports whether n is a statement that can stand in a BEGIN ATOMIC body.
 func isStatementNode(n *pg.Node) bool {

@@ -42,7 +42,7 @@ type rewriter struct {
 
 func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
-		return refuse(nil, "the statement has "+msg+", which can crash the parser",
+		return refuse(nil, "the statement is "+msg,
 			"split the statement, or pass long lists of values as an array parameter")
 	}
 	r.toks = make([]token, 0, len(scan.Tokens))

@@ -163,7 +163,7 @@ func judgeDefinition(p *Policy, what, def string, callsOnly bool) (*Error, []uin
 	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateFunctionStmt() == nil {
 		return refuse(nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil
 	}
-	e = admitRoutine(&q, tree.Stmts[0].Stmt, tree.Stmts[0].Stmt.GetCreateFunctionStmt())
+	e = admitRoutine(&q, tree.Stmts[0].Stmt.GetCreateFunctionStmt())
 	return e, q.judging.calls
 }
 

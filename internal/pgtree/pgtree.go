@@ -4,69 +4,12 @@
 package pgtree
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
-
-// The parser recurses on nesting: tens of thousands of levels exhaust the C stack
-// and kill the process, and well before that protobuf refuses the tree. These bounds
-// sit far below both and far above what any hand-written statement needs.
-const (
-	MaxNesting       = 200  // ( [ CASE
-	MaxOperatorChain = 1000 // binary operators in one list item, at one level
-	MaxTokenRun      = 5000 // tokens in one list item, at one level
-	MaxLinks         = 1000 // JOIN, UNION, INTERSECT, EXCEPT in a statement
-)
-
-// Bounds checks scanned input against the limits before it reaches the parser. It
-// returns the byte offset of the first token past a limit and what the limit is, or
-// msg "" when the input is within bounds. The counters are kept per nesting level: a
-// comma ends a list item only at its own level, so f(1,1)+f(1,1)+… is still one chain.
-func Bounds(tokens []*pg.ScanToken) (offset int, msg string) {
-	type level struct{ chain, run int }
-	levels := []level{{}}
-	links := 0
-	for _, t := range tokens {
-		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
-			continue
-		}
-		lv := &levels[len(levels)-1]
-		// Postfix chains (x IS NULL IS NULL …, x::int::int …) nest as deep as they
-		// are long without any operator; a bound on tokens per list item catches them.
-		if lv.run++; lv.run > MaxTokenRun {
-			return int(t.Start), fmt.Sprintf("more than %d tokens without a comma", MaxTokenRun)
-		}
-		switch t.Token {
-		case pg.Token_ASCII_40, pg.Token_ASCII_91, pg.Token_CASE:
-			if levels = append(levels, level{}); len(levels)-1 > MaxNesting {
-				return int(t.Start), fmt.Sprintf("nesting deeper than %d levels", MaxNesting)
-			}
-		case pg.Token_ASCII_41, pg.Token_ASCII_93, pg.Token_END_P:
-			if len(levels) > 1 {
-				levels = levels[:len(levels)-1]
-			}
-		case pg.Token_Op, pg.Token_ASCII_43, pg.Token_ASCII_45, pg.Token_ASCII_42, pg.Token_ASCII_47,
-			pg.Token_ASCII_37, pg.Token_ASCII_94, pg.Token_ASCII_60, pg.Token_ASCII_62, pg.Token_ASCII_61,
-			pg.Token_AND, pg.Token_OR, pg.Token_NOT, pg.Token_LESS_EQUALS, pg.Token_GREATER_EQUALS,
-			pg.Token_NOT_EQUALS, pg.Token_TYPECAST:
-			if lv.chain++; lv.chain > MaxOperatorChain {
-				return int(t.Start), fmt.Sprintf("an expression of more than %d operators", MaxOperatorChain)
-			}
-		case pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT, pg.Token_JOIN:
-			// Set operations and joins nest left-deep however many commas sit between.
-			if links++; links > MaxLinks {
-				return int(t.Start), fmt.Sprintf("more than %d joins and set operations", MaxLinks)
-			}
-		case pg.Token_ASCII_44, pg.Token_ASCII_59:
-			*lv = level{}
-		}
-	}
-	return 0, ""
-}
 
 // Walk calls f on every message in the tree, depth first; f returns false to skip a
 // message's children.
@@ -190,4 +133,24 @@ func equalValue(fd protoreflect.FieldDescriptor, a, b protoreflect.Value) bool {
 		return Equal(a.Message(), b.Message())
 	}
 	return a.Equal(b)
+}
+
+// Depth returns the nesting depth of messages in m: 1 for a message with no message
+// fields set. It walks on the Go stack, which grows as needed.
+func Depth(m protoreflect.Message) int {
+	d := 0
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Kind() != protoreflect.MessageKind || fd.IsMap():
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				d = max(d, Depth(l.Get(i).Message()))
+			}
+		default:
+			d = max(d, Depth(v.Message()))
+		}
+		return true
+	})
+	return d + 1
 }

@@ -32,30 +32,6 @@ func TestEqualIgnoresPositionsOnly(t *testing.T) {
 	}
 }
 
-func TestBounds(t *testing.T) {
-	scan := func(sql string) (int, string) {
-		s, err := pg.Scan(sql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Bounds(s.Tokens)
-	}
-	for name, sql := range map[string]string{
-		"operators":              "SELECT " + strings.Repeat("1+", MaxOperatorChain+1) + "1",
-		"operators across calls": "SELECT " + strings.Repeat("f(1,1)+", MaxOperatorChain+1) + "1",
-		"nesting":                "SELECT " + strings.Repeat("(", MaxNesting+1) + "1" + strings.Repeat(")", MaxNesting+1),
-		"postfix":                "SELECT 1" + strings.Repeat("::int", MaxTokenRun),
-		"unions":                 "SELECT 1,1" + strings.Repeat(" UNION SELECT 1,1", MaxLinks+1),
-	} {
-		if _, msg := scan(sql); msg == "" {
-			t.Errorf("%s: within bounds", name)
-		}
-	}
-	if _, msg := scan("SELECT " + strings.Repeat("1, ", 50000) + "1"); msg != "" {
-		t.Errorf("a long list: %s", msg)
-	}
-}
-
 func TestWrites(t *testing.T) {
 	for sql, want := range map[string]string{
 		"SELECT 1":           "",

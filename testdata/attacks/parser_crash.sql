@@ -14,31 +14,26 @@
 
 --! name: read-nested-operator-chains
 --! class: parser-crash
---! known_hole: parser crash: nested levels each within the bounds add up to a tree deep enough to overflow the C stack (SIGSEGV)
 --! exec template
 SELECT sku FROM inventory WHERE {{deep 50 900 "1" "+"}} > 0
 
 --! name: write-nested-operator-chains
 --! class: parser-crash
---! known_hole: parser crash: nested levels each within the bounds add up to a tree deep enough to overflow the C stack (SIGSEGV)
 --! exec template
 UPDATE inventory SET quantity = {{deep 50 900 "1" "+"}} WHERE sku = 'a'
 
 --! name: read-nested-chains-no-protected-name
---! known_hole: parser bounds: per-level limits multiply across nesting (being replaced by a proven measure)
 --! class: parser-crash
 --! exec template
 SELECT {{deep 50 900 "1" "+"}} AS x
 
 --! name: read-nested-cast-chains
 --! class: parser-crash
---! known_hole: parser crash: nested levels each within the bounds add up to a tree deep enough to overflow the C stack (SIGSEGV)
 --! exec template
 SELECT sku FROM inventory WHERE quantity = {{deeppost 50 900 "1" "::int"}}
 
 --! name: read-nested-is-null-chains
 --! class: parser-crash
---! known_hole: parser crash: nested levels each within the bounds add up to a tree deep enough to overflow the C stack (SIGSEGV)
 --! exec template
 SELECT sku FROM inventory WHERE {{deeppost 40 2400 "note" " IS NULL"}}
 
@@ -54,24 +49,20 @@ SELECT sku FROM inventory WHERE {{deeppre 60 900 "NOT " "true"}}
 
 --! name: cte-write-nested-chains
 --! class: parser-crash
---! known_hole: parser crash: nested levels each within the bounds add up to a tree deep enough to overflow the C stack (SIGSEGV)
 --! exec template
 WITH x AS (SELECT {{deep 50 900 "1" "+"}} AS v) UPDATE inventory SET quantity = (SELECT v FROM x) WHERE sku = 'a'
 
 --! name: do-body-nested-chains-with-write
---! known_hole: parser bounds: per-level limits multiply across nesting (being replaced by a proven measure)
 --! class: parser-crash
 --! exec template
 DO $$ BEGIN PERFORM {{deep 50 900 "1" "+"}}; UPDATE inventory SET quantity = 0; END $$
 
 --! name: do-body-nested-chains-read
 --! class: parser-crash
---! known_hole: parser crash: a DO body's statements are parsed without the bounds check (SIGSEGV)
 --! exec template
 DO $$ BEGIN PERFORM count(*) FROM inventory WHERE {{deep 50 900 "1" "+"}} > 0; END $$
 
 --! name: do-body-nested-chains-no-protected-name
---! known_hole: parser bounds: per-level limits multiply across nesting (being replaced by a proven measure)
 --! class: parser-crash
 --! exec template
 DO $$ BEGIN PERFORM {{deep 50 900 "1" "+"}}; END $$

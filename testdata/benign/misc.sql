@@ -123,7 +123,6 @@ SELECT count(*) FROM active_users
 /*+ SeqScan(users) */ SELECT * FROM users WHERE name = 'ann'
 
 --! name: misc-read-protected-long-or
---! known_hole: false positive: the parser bound (over 1000 operators in one expression) refuses a plain read of a protected table
 --! source: an ORM's Where(...).Or(...) over a batch of 1001 keys
 --! template
 SELECT sku, quantity FROM inventory WHERE {{repeat "sku = 'x' OR " 1000}}sku = 'a'

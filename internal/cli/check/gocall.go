@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"go/ast"
 	"go/token"
 	"slices"
@@ -122,10 +123,8 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		// past the parser's bounds, and Plan below says so; parsing it here could crash.
 		if scan, err := pg.Scan(query); err != nil || strings.TrimSpace(query) == "" {
 			return true
-		} else if _, msg := pgtree.Bounds(scan.Tokens); msg == "" {
-			if _, err := pg.Parse(query); err != nil {
-				return true
-			}
+		} else if _, err := pgtree.ParseScanned(query, scan.Tokens, pgtree.Limit); err != nil && !errors.As(err, new(*pgtree.BoundsError)) {
+			return true
 		}
 		res.Statements++
 		plan := pol.Plan(query)

@@ -15,7 +15,7 @@ import (
 )
 
 // maxSQLFileBytes bounds what is read; what reaches the C parser is also bounded in
-// shape (pgtree.Bounds, the driver's own bounds), since a pathological file can
+// structure (pgtree.Bounds, the driver's own bounds), since a pathological file can
 // exhaust the parser's stack and kill the process.
 const maxSQLFileBytes = 64 << 20
 
@@ -60,7 +60,7 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, res *result) {
 		fileErr(off, msg+"; sqlfence check does not parse it, because such input can crash the parser")
 		return
 	}
-	tree, err := pg.Parse(text)
+	tree, err := pgtree.ParseScanned(text, scan.Tokens, pgtree.Limit)
 	if err != nil {
 		var pe *pgparser.Error
 		if errors.As(err, &pe) && pe.Cursorpos > 0 {
