@@ -40,12 +40,19 @@ const (
 type Cluster struct {
 	dir    string
 	port   int
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd.Wait returns
-	err    error         // result of cmd.Wait, valid after exited is closed
+	bin    string               // the server binaries, for Restart
+	attr   *syscall.SysProcAttr // how the server runs, for Restart
+	*server
 
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// server is one run of the postgres process; Restart replaces it.
+type server struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait returns
+	err    error         // result of cmd.Wait, valid after exited is closed
 }
 
 // account is the OS user the server runs as when this process is root.
@@ -137,11 +144,12 @@ func launch(ctx context.Context, bin, dir string, port int, attr *syscall.SysPro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	c := &Cluster{dir: dir, port: port, cmd: cmd, exited: make(chan struct{})}
+	srv := &server{cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		c.err = cmd.Wait()
-		close(c.exited)
+		srv.err = cmd.Wait()
+		close(srv.exited)
 	}()
+	c := &Cluster{dir: dir, port: port, bin: bin, attr: attr, server: srv}
 
 	if err := c.waitReady(ctx); err != nil {
 		c.shutdown()
@@ -187,6 +195,22 @@ func (c *Cluster) Stop() error {
 		c.stopErr = errors.Join(c.shutdown(), os.RemoveAll(c.dir))
 	})
 	return c.stopErr
+}
+
+// Restart shuts the server down as Stop does (a fast shutdown: clients are
+// disconnected, committed data kept) and starts it again on the same data and port,
+// as a server restart does to the clients of a real one. Do not call it
+// concurrently with Stop or another Restart.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if err := c.shutdown(); err != nil {
+		return err
+	}
+	n, err := launch(ctx, c.bin, c.dir, c.port, c.attr)
+	if err != nil {
+		return err
+	}
+	c.server = n.server
+	return nil
 }
 
 func (c *Cluster) shutdown() error {
