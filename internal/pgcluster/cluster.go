@@ -38,10 +38,10 @@ const (
 // Cluster is a running throwaway PostgreSQL server. Stop it to free its port
 // and delete its data.
 type Cluster struct {
-	dir    string
-	port   int
-	bin    string               // the server binaries, for Restart
-	attr   *syscall.SysProcAttr // how the server runs, for Restart
+	dir  string
+	port int
+	bin  string               // the server binaries, for Restart
+	attr *syscall.SysProcAttr // how the server runs, for Restart
 	*server
 
 	stopOnce sync.Once
