@@ -2,9 +2,9 @@
 
 package claim_test
 
-// The default run: about 15 s a mode on 2 CPUs.
+// The default run: about 10 s a mode on 2 CPUs.
 const (
-	chaosJobs    = 600
 	chaosEvents  = 8
 	chaosWorkers = 4
+	chaosBatch   = 120 // jobs enqueued at a time, whenever fewer than half a batch remain
 )

@@ -2,9 +2,10 @@
 
 package claim_test
 
-// Under the race detector everything runs several times slower: a shorter run.
+// Under the race detector everything runs several times slower: fewer events,
+// workers and jobs.
 const (
-	chaosJobs    = 100
 	chaosEvents  = 6
 	chaosWorkers = 3
+	chaosBatch   = 60 // jobs enqueued at a time, whenever fewer than half a batch remain
 )
