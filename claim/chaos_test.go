@@ -33,7 +33,7 @@ import (
 //
 // The default run is short enough for every go test. The long run:
 //
-//	SQLFENCE_CHAOS_JOBS=3000 SQLFENCE_CHAOS_EVENTS=120 go test -run '^TestChaos$' -v -timeout 30m ./claim
+//	SQLFENCE_CHAOS_EVENTS=120 go test -run '^TestChaos$' -v -timeout 30m ./claim
 //
 // SQLFENCE_CHAOS_SEED replays a schedule (the test logs the seed it used).
 func TestChaos(t *testing.T) {
