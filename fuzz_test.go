@@ -36,15 +36,23 @@ import (
 //     PREPARE a write to, CALL a listed function on, or mention in a DO block, one);
 //     a statement that does not parse may pass only when it names no protected table
 //     or listed function, so that the pre-check could not match it;
-//   - a refusal carries an error matching ErrRefused.
+//   - a refusal carries an error matching ErrRefused;
+//   - under a claim (stale: row, and every table under stale: claim) the same holds
+//     with the claim check in place of the epoch: every stamp is the check, every
+//     fence compares with it (stale: claim: requires it non-NULL), the claim's key
+//     is the parameter after the epoch, and a claim never changes whether a
+//     statement passes (fuzz_claim_test.go).
 //
-// The seed corpus is every statement under testdata/rewrite plus the files under
-// testdata/fuzz/FuzzRewrite; `go test` runs them as ordinary tests. The long run:
+// The seed corpus is every statement under testdata/rewrite and testdata/rewrite_claim
+// plus the files under testdata/fuzz/FuzzRewrite; `go test` runs them as ordinary
+// tests. The long run:
 //
 //	go test -run '^$' -fuzz FuzzRewrite -fuzztime 10m .
 func FuzzRewrite(f *testing.F) {
 	p := testPolicy(f)
 	files, _ := filepath.Glob("testdata/rewrite/*.sql")
+	claimFiles, _ := filepath.Glob("testdata/rewrite_claim/*.sql")
+	files = append(files, claimFiles...)
 	if len(files) == 0 {
 		f.Fatal("no golden files to seed the fuzzer with")
 	}
@@ -56,10 +64,16 @@ func FuzzRewrite(f *testing.F) {
 		in, _, _ := strings.Cut(string(data), goldenSeparator)
 		f.Add(in)
 	}
+	cc, cl, pc := fuzzClaims(p)
 	f.Fuzz(func(t *testing.T, sql string) {
 		d := analyze(p, sql)
 		if problems := checkDecision(p, sql, d); len(problems) > 0 {
 			t.Fatalf("statement:\n%s\ndecision: %s\nproblems:\n  %s", sql, outcome(d), strings.Join(problems, "\n  "))
+		}
+		for _, p := range []*Policy{p, pc} {
+			if problems := checkClaimVariant(p, sql, d, cc, cl); len(problems) > 0 {
+				t.Fatalf("statement under a claim (stale: %v):\n%s\ndecision: %s\nproblems:\n  %s", p.Tables[0].Stale, sql, outcome(analyzeWith(p, sql, cc)), strings.Join(problems, "\n  "))
+			}
 		}
 		again := analyze(p, sql)
 		if again.act != d.act || again.sql != d.sql || again.epochParam != d.epochParam {
@@ -70,6 +84,12 @@ func FuzzRewrite(f *testing.F) {
 
 // checkDecision returns what is wrong with decision d for sql, or nothing.
 func checkDecision(p *Policy, sql string, d *decision) []string {
+	return checkDecisionUnder(p, sql, d, nil)
+}
+
+// checkDecisionUnder is checkDecision for a decision made under the claim cl (nil:
+// none).
+func checkDecisionUnder(p *Policy, sql string, d *decision, cl *fuzzClaim) []string {
 	switch d.act {
 	case actRefuse:
 		if d.refusal == nil || d.refusal.Kind != ErrRefused {
@@ -86,7 +106,7 @@ func checkDecision(p *Policy, sql string, d *decision) []string {
 		}
 		return problems
 	case actRewrite:
-		return checkRewrite(p, sql, d)
+		return checkRewrite(p, sql, d, cl)
 	}
 	return []string{fmt.Sprintf("unknown action %d", d.act)}
 }
@@ -387,6 +407,7 @@ type fenceChecker struct {
 	p        *Policy
 	in       *pg.ParseResult
 	param    int32
+	claim    *fuzzClaim // the writes are checked against this claim, its key parameter $param+1
 	problems []string
 	writes   int
 }
@@ -395,15 +416,21 @@ func (c *fenceChecker) errorf(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
 }
 
-func checkRewrite(p *Policy, sql string, d *decision) []string {
+func checkRewrite(p *Policy, sql string, d *decision, cl *fuzzClaim) []string {
 	in, err := pg.Parse(sql)
 	if err != nil {
 		return []string{"rewrote a statement that does not parse: " + err.Error()}
 	}
 	want := fuzzMaxParam(in.ProtoReflect()) + 1
-	c := &fenceChecker{p: p, in: in, param: want}
+	c := &fenceChecker{p: p, in: in, param: want, claim: cl}
 	if int32(d.epochParam) != want {
 		c.errorf("epoch parameter $%d, want $%d (one past the highest parameter of the input)", d.epochParam, want)
+	}
+	if d.checked != (cl != nil) {
+		c.errorf("decision checks a claim: %v, made under a claim: %v", d.checked, cl != nil)
+	}
+	if cl != nil {
+		want++ // the claim's key
 	}
 	out, err := pg.Parse(d.sql)
 	if err != nil {
@@ -413,7 +440,7 @@ func checkRewrite(p *Policy, sql string, d *decision) []string {
 		c.errorf("rewrite sends %d statements", len(out.Stmts))
 	}
 	if got := fuzzMaxParam(out.ProtoReflect()); got != want {
-		c.errorf("highest parameter of the output is $%d, want the epoch $%d", got, want)
+		c.errorf("highest parameter of the output is $%d, want $%d (the epoch, then the claim's key)", got, want)
 	}
 	fuzzWalk(out.ProtoReflect(), c.visit)
 	inWrites := 0
@@ -512,7 +539,7 @@ func (c *fenceChecker) assigned(t *Table, what string, targets []*pg.Node) {
 			continue
 		}
 		n++
-		if len(rt.Indirection) > 0 || !c.isEpoch(rt.Val) {
+		if len(rt.Indirection) > 0 || !c.isStamp(rt.Val) {
 			c.errorf("%s on %s assigns %s something other than $%d::bigint", what, t.QualifiedName, t.EpochColumn, c.param)
 		}
 	}
@@ -525,6 +552,10 @@ func (c *fenceChecker) assigned(t *Table, what string, targets []*pg.Node) {
 // of cond. Only the schema-qualified operator counts: a bare `<` resolves through
 // search_path, and sqlfence never writes one.
 func (c *fenceChecker) fenced(t *Table, what, qual string, cond *pg.Node) {
+	if c.claim != nil && t.Stale == StaleClaim {
+		c.claimFenced(t, what, cond)
+		return
+	}
 	op := "<"
 	if t.Mode == ModeRepeatable {
 		op = "<="
@@ -532,7 +563,7 @@ func (c *fenceChecker) fenced(t *Table, what, qual string, cond *pg.Node) {
 	for _, n := range conjuncts(cond) {
 		e := n.GetAExpr()
 		if e == nil || e.Kind != pg.A_Expr_Kind_AEXPR_OP || len(e.Name) != 2 ||
-			e.Name[0].GetString_().GetSval() != "pg_catalog" || e.Name[1].GetString_().GetSval() != op || !c.isEpoch(e.Rexpr) {
+			e.Name[0].GetString_().GetSval() != "pg_catalog" || e.Name[1].GetString_().GetSval() != op || !c.isStamp(e.Rexpr) {
 			continue
 		}
 		f := e.Lexpr.GetColumnRef().GetFields()
@@ -608,12 +639,12 @@ func (c *fenceChecker) row(t *Table, what string, items []*pg.Node, k, ncols int
 	}
 	switch {
 	case star:
-		if k != ncols-1 || len(items) == 0 || !c.isEpoch(items[len(items)-1]) {
+		if k != ncols-1 || len(items) == 0 || !c.isStamp(items[len(items)-1]) {
 			c.errorf("%s into %s: a row with * does not end with the epoch", what, t.QualifiedName)
 		}
 	case len(items) != ncols:
 		// PostgreSQL rejects the statement.
-	case !c.isEpoch(items[k]):
+	case !c.isStamp(items[k]):
 		c.errorf("%s into %s: the row does not carry $%d::bigint at position %d of %d", what, t.QualifiedName, c.param, k+1, ncols)
 	}
 }
