@@ -405,3 +405,72 @@ func TestReadModifyWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestExactAccountingUnderClaim: WithExactAccounting on claim-checked bulk writes
+// (an UPDATE, a multi-row upsert). Under stale: row, a valid claim that writes two
+// rows, one of them written by another job's newer claim, writes the other and
+// reports one fenced — never calling the claim superseded. Under stale: claim both rows are written. A superseded claim's bulk
+// write writes nothing and says superseded, counts or not.
+func TestExactAccountingUnderClaim(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{testPolicy, staleClaimPolicy} {
+		j := newJobs(t, claim.JobsConfig{RenewEvery: -1})
+		e := newEnv(t, j.Schema(), `INSERT INTO jobs DEFAULT VALUES; INSERT INTO jobs DEFAULT VALUES`)
+		fenced := e.fencedWith(t, policy)
+		ctx := context.Background()
+		one, err := j.Claim(ctx, e.db, int64(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer one.Stop()
+		two, err := j.Claim(ctx, e.db, int64(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer two.Stop()
+		if _, err := fenced.ExecContext(two.Context(), `UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'b'`); err != nil {
+			t.Fatal(err)
+		}
+		for _, bulk := range []string{
+			`UPDATE inventory SET quantity = quantity - 1`,
+			`INSERT INTO inventory (sku, quantity) VALUES ('c', 7), ('b', 7) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity`,
+		} {
+			// context.WithoutCancel: a fence cancels the lease's context, as it
+			// cancels a handler's.
+			res, err := fenced.ExecContext(sqlfence.WithExactAccounting(context.WithoutCancel(one.Context())), bulk)
+			if policy == staleClaimPolicy {
+				if err != nil {
+					t.Fatalf("stale: claim: job 1's valid claim was fenced: %s: %v", bulk, err)
+				}
+				if n, _ := res.RowsAffected(); n != 2 {
+					t.Fatalf("stale: claim: %s: %d rows written, want 2", bulk, n)
+				}
+				continue
+			}
+			fe := fencedErr(t, "stale: row, exact accounting: "+bulk, err)
+			if fe.Affected != 1 || fe.Fenced != 1 || fe.StoredEpoch != two.Epoch || strings.Contains(fe.Error(), "superseded") {
+				t.Fatalf("stale: row: %s: want 1 written, 1 fenced by epoch %d, not called superseded: affected %d fenced %d stored %d: %v",
+					bulk, two.Epoch, fe.Affected, fe.Fenced, fe.StoredEpoch, fe)
+			}
+			if !strings.Contains(fe.Error(), "still current") {
+				t.Errorf("stale: row: %s: the fence of a valid claim should say the claim is still current: %v", bulk, fe)
+			}
+		}
+
+		// Job 1 superseded: its bulk write writes nothing and says so.
+		e.expire(t, 1)
+		again, err := j.Claim(ctx, e.db, int64(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Stop()
+		before := e.query(t, `SELECT string_agg(sku || ':' || quantity, ' ' ORDER BY sku) FROM inventory`)
+		_, err = fenced.ExecContext(sqlfence.WithExactAccounting(context.WithoutCancel(one.Context())), `UPDATE inventory SET quantity = quantity - 1`)
+		if fe := fencedErr(t, "superseded, exact accounting", err); !strings.Contains(fe.Error(), "superseded") || fe.StoredEpoch != again.Epoch {
+			t.Fatalf("superseded bulk write: %v", fe)
+		}
+		if after := e.query(t, `SELECT string_agg(sku || ':' || quantity, ' ' ORDER BY sku) FROM inventory`); after != before {
+			t.Fatalf("superseded bulk write changed inventory: %s -> %s", before, after)
+		}
+	}
+}
