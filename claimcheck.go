@@ -5,10 +5,13 @@ package sqlfence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -150,6 +153,22 @@ func (cc *claimCheck) checkNode(epochParam, keyParam int32) *pg.Node {
 func (cc *claimCheck) lookupText() string {
 	return "SELECT " + sqlident.Quote(cc.epochCo) + "::bigint FROM " + cc.tableSQL() +
 		" WHERE " + sqlident.Quote(cc.key) + " " + catalogOperator("=") + " $1"
+}
+
+// notInDatabase explains a claim-checked write the server refused because the claim
+// table does not exist in the database it was sent to (SQLSTATE 42P01): the check
+// reads the claim row in the write's own statement, so the claim table has to live
+// in the database of the protected tables. Any other error gives nil. Nothing was
+// written: the statement failed before it ran.
+func (cc *claimCheck) notInDatabase(err error, c *call) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" || !strings.Contains(pgErr.Message, cc.table.Name) {
+		return nil
+	}
+	return fmt.Errorf("sqlfence: table %s, epoch %d: the claim check reads the claim table %s, which this database does not have (%w); "+
+		"the claim table must be in the database of the protected tables, since each write reads it in the same statement: "+
+		"claim the job in a claim.Ledger in this database (the other database keeps delivering the jobs), or move the claim table here (statement: %s)",
+		c.d.table(), c.epoch, cc.table, err, abbreviate(c.query, 200))
 }
 
 // claimVariant returns the decision for d's statement under a claim: the same

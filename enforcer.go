@@ -266,8 +266,14 @@ func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error
 // superseded into ErrFenced: the check yielded NULL, and the epoch column's NOT NULL
 // constraint refused the row (SQLSTATE 23502). Other errors pass unchanged.
 func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err error) error {
+	if c.claim == nil {
+		return err
+	}
+	if e := c.claim.notInDatabase(err, c); e != nil {
+		return e
+	}
 	var pgErr *pgconn.PgError
-	if c.claim == nil || !errors.As(err, &pgErr) || pgErr.Code != "23502" {
+	if !errors.As(err, &pgErr) || pgErr.Code != "23502" {
 		return err
 	}
 	epochColumn := false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
@@ -472,5 +473,31 @@ func TestExactAccountingUnderClaim(t *testing.T) {
 		if after := e.query(t, `SELECT string_agg(sku || ':' || quantity, ' ' ORDER BY sku) FROM inventory`); after != before {
 			t.Fatalf("superseded bulk write changed inventory: %s -> %s", before, after)
 		}
+	}
+}
+
+// TestClaimTableElsewhere: the claim check reads the claim row in the write's own
+// statement, so the claim table must be in the database of the protected tables. A
+// write under a claim made on another database fails, writes nothing, and says why
+// and what to do — it is not a fence.
+func TestClaimTableElsewhere(t *testing.T) {
+	t.Parallel()
+	j := newJobs(t, claim.JobsConfig{RenewEvery: -1})
+	queue := newEnv(t, j.Schema(), `INSERT INTO jobs DEFAULT VALUES`)
+	business := newEnv(t)
+	l, err := j.Claim(context.Background(), queue.db, int64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	_, err = business.fenced.ExecContext(l.Context(), `UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'a'`)
+	var pgErr *pgconn.PgError
+	if err == nil || errors.Is(err, sqlfence.ErrFenced) || !errors.As(err, &pgErr) || pgErr.Code != "42P01" ||
+		!strings.Contains(err.Error(), "claim table jobs, which this database does not have") || !strings.Contains(err.Error(), "claim.Ledger") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("epoch %d", l.Epoch)) {
+		t.Fatalf("write under a claim from another database: %v", err)
+	}
+	if got := business.query(t, `SELECT quantity || ':' || writer_epoch FROM inventory WHERE sku = 'a'`); got != "100:0" {
+		t.Fatalf("inventory a = %s: the write landed", got)
 	}
 }
