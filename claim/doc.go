@@ -102,12 +102,22 @@
 // claim's epoch, and locks that row FOR KEY SHARE until the transaction ends. A
 // superseded execution is fenced on every protected row, also rows its
 // successor has not written yet. Takeovers lock the row FOR UPDATE: Claim
-// reports a job whose old claim still has a transaction open
-// (NotClaimableError.Locked) and ClaimNext skips it, so a new claim commits
-// after the old claim's writes. Renewals do not conflict with that lock.
+// reports a job whose old claim still has a transaction open after a
+// claim-checked write (NotClaimableError.Locked) and ClaimNext skips it, so a
+// new claim commits after that transaction's writes. Renewals do not conflict with that lock.
 //
-// Fencing orders writers and stops superseded ones. It is not concurrency
-// control between live claims: two valid claims of different jobs can
+// The check reads the job's row inside each write, so the jobs or claim
+// table must be in the same database as the protected tables; a claim-checked
+// write sent to a database without it fails and writes nothing. When the jobs
+// live in another database, claim each job in a Ledger in the protected
+// database (the other one keeps delivering) and run the handler under that
+// lease.
+//
+// Fencing orders writers and stops superseded ones: once a successor's claim
+// has committed, the superseded execution writes no protected row. What it
+// wrote while its claim was current stands; a handler of several transactions
+// records each step with its writes and skips the steps an earlier execution
+// committed. It is not concurrency control between live claims: two valid claims of different jobs can
 // interleave a read-modify-write. Write relative updates (SET q = q - $1) or
 // read with SELECT … FOR UPDATE in the write's transaction; reading a value,
 // computing, and writing it back in a later statement loses the other claim's
