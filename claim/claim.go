@@ -102,7 +102,8 @@ type NotClaimableError struct {
 	Now         time.Time // the arbiter's clock when it refused
 	// Locked: the last claim's lease ran out, but a transaction of that claim is
 	// still open (its claim-checked writes lock the job's row until they commit or
-	// roll back). A takeover does not wait for it: retry the claim shortly.
+	// roll back). A takeover does not wait for it (JobsConfig.TakeoverWait:
+	// waited that long): retry the claim shortly.
 	Locked bool
 }
 

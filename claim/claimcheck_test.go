@@ -501,3 +501,84 @@ func TestClaimTableElsewhere(t *testing.T) {
 		t.Fatalf("inventory a = %s: the write landed", got)
 	}
 }
+
+// TestTakeoverWait: with JobsConfig.TakeoverWait, Claim waits for the old claim's
+// open transaction instead of reporting the job locked at once: it claims as soon as
+// that transaction commits, after its writes; and while it stays open, Claim
+// reports Locked once the wait is over.
+func TestTakeoverWait(t *testing.T) {
+	t.Parallel()
+	j := newJobs(t, claim.JobsConfig{RenewEvery: -1})
+	waiting := newJobs(t, claim.JobsConfig{RenewEvery: -1, TakeoverWait: 5 * time.Second})
+	brief := newJobs(t, claim.JobsConfig{RenewEvery: -1, TakeoverWait: 200 * time.Millisecond})
+	e := newEnv(t, j.Schema(), `INSERT INTO jobs DEFAULT VALUES`)
+	ctx := context.Background()
+	a, err := j.Claim(ctx, e.db, int64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	tx, err := e.fenced.BeginTx(a.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(a.Context(), `UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	e.expire(t, 1)
+
+	// On the plain arbiter and through sqlfence (the statement sets lock_timeout).
+	for _, db := range []claim.DB{e.db, mark(t, e.fenced)} {
+		start := time.Now()
+		_, err = brief.Claim(ctx, db, int64(1))
+		var nc *claim.NotClaimableError
+		if !errors.As(err, &nc) || !nc.Locked {
+			t.Fatalf("takeover with a 200ms wait during A's open transaction: err = %v, want NotClaimableError.Locked", err)
+		}
+		if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
+			t.Errorf("the 200ms takeover wait took %v", d)
+		}
+	}
+
+	type result struct {
+		l   *claim.Lease
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	conn, err := e.raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		l, err := waiting.Claim(ctx, mark(t, conn), int64(1))
+		done <- result{l, err, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	committed := time.Now()
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("waiting takeover: %v", r.err)
+	}
+	defer r.l.Stop()
+	if r.at.Before(committed) {
+		t.Fatalf("the takeover returned before A's transaction committed")
+	}
+	if got := e.query(t, `SELECT quantity FROM inventory WHERE sku = 'a'`); got != "99" {
+		t.Fatalf("quantity %s, want A's committed 99", got)
+	}
+	// The lock_timeout was local to the claim's own statement: the session has none.
+	var lt string
+	if err := conn.QueryRowContext(ctx, `SHOW lock_timeout`).Scan(&lt); err != nil || lt != "0" {
+		t.Errorf("lock_timeout on the claim's session after the claim: %q, %v", lt, err)
+	}
+	// A stays fenced.
+	if _, err := e.fenced.ExecContext(context.WithoutCancel(a.Context()), `UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'a'`); !errors.Is(err, sqlfence.ErrFenced) {
+		t.Fatalf("A's write after the takeover: %v, want ErrFenced", err)
+	}
+}

@@ -35,6 +35,14 @@ type JobsConfig struct {
 	// the dest arguments of Claim and ClaimNext: the job's payload, in the
 	// same round trip as the claim.
 	Returning []string
+	// TakeoverWait is how long Claim waits, at a takeover, for a transaction
+	// the old claim still has open on the job's row (its lease ran out after
+	// a claim-checked write); the statement's lock_timeout. Zero: Claim does
+	// not wait and reports NotClaimableError.Locked at once (NOWAIT). Either
+	// way the new claim comes after that transaction's writes. ClaimNext never
+	// waits: it skips the job and takes another. Claimed inside a *sql.Tx,
+	// the lock_timeout stays set until that transaction ends.
+	TakeoverWait time.Duration
 }
 
 // JobColumns names the columns the claim reads and writes. Empty fields take
@@ -128,12 +136,24 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 
 	// A takeover locks the row FOR UPDATE before it changes the epoch: claim-checked
 	// writes of the previous claim hold FOR KEY SHARE on it until they commit, so
-	// the new claim becomes visible only after the old claim's writes. NOWAIT (and
-	// SKIP LOCKED in nextSQL) keep a claimer from queueing behind such a
-	// transaction: the job is reported locked (or skipped) instead. Renewals,
+	// the new claim becomes visible only after the old claim's writes. NOWAIT (or
+	// TakeoverWait's bounded wait), and SKIP LOCKED in nextSQL, keep a claimer from
+	// queueing behind such a transaction for long: the job is reported locked (or
+	// skipped) instead. Renewals,
 	// completion and release take the weaker FOR NO KEY UPDATE, which FOR KEY SHARE
 	// does not block, so the old claim's own keeper keeps running meanwhile.
-	j.claimSQL = fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[3]s = $1 AND %[4]s FOR UPDATE NOWAIT) AND %[4]s%[5]s", T, set(2), id.sql, claimable, returning)
+	lock := " FOR UPDATE NOWAIT"
+	switch {
+	case cfg.TakeoverWait < 0:
+		return nil, fmt.Errorf("claim: TakeoverWait %v is negative; use 0 for no wait", cfg.TakeoverWait)
+	case cfg.TakeoverWait > 0:
+		// The wait is bounded by a lock_timeout local to the claim's own
+		// transaction, set in the row's filter so that it is in force when the
+		// row lock below waits (and not one statement later).
+		lock = fmt.Sprintf(" AND pg_catalog.set_config('lock_timeout', '%dms', true) IS NOT NULL FOR UPDATE",
+			(cfg.TakeoverWait+time.Millisecond-1)/time.Millisecond)
+	}
+	j.claimSQL = fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[3]s = $1 AND %[4]s%[6]s) AND %[4]s%[5]s", T, set(2), id.sql, claimable, returning, lock)
 	// SKIP LOCKED lets concurrent workers pick different jobs instead of
 	// queueing on one; the outer WHERE repeats the condition so the UPDATE
 	// stays a conditional claim on its own.

@@ -26,6 +26,10 @@ type LedgerConfig struct {
 	// negative disables the keeper. Extend the message's visibility timeout
 	// at the same pace.
 	RenewEvery time.Duration
+	// (No TakeoverWait, unlike JobsConfig: the claim's ON CONFLICT DO UPDATE
+	// locks the row before a wait could start, and the old claim's completion
+	// would then wait for the takeover while the takeover waits for it. A
+	// takeover that meets the old claim's open transaction reports Locked.)
 }
 
 // Ledger claims jobs in a claim table: one row (job_id, lease_epoch, status,
