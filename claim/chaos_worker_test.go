@@ -101,11 +101,12 @@ claims:
 `
 
 // chaosHandle moves qty from src to dst in two steps, each its own transaction,
-// and records each step in transfers: step 1 reads the stock, computes, and
-// writes the result back (read-compute-write, under FOR UPDATE as it must be
-// between live claims); step 2 adds to dst (a relative update) and completes the
-// job in the same transaction. A later execution of the job skips a step an
-// earlier one committed.
+// and records each step in transfers. Step 1 reads whether an earlier execution
+// did it, computes (a sleep: the window TestChaos pauses workers in), then reads
+// the stock and writes the result back (read-compute-write under FOR UPDATE, as it
+// must be between live claims). Step 2 adds to dst (a relative update) and
+// completes the job in the same transaction. A later execution of the job skips a
+// step an earlier one committed.
 //
 // The handler writes under a context that the lease cannot cancel. Checking the
 // lease before each write would not close the gap between the check and the
@@ -125,7 +126,7 @@ func chaosHandle(l *claim.Lease, db *sql.DB, src, dst string, qty int) error {
 		return err
 	}
 	if !done {
-		time.Sleep(chaosCompute) // where TestChaos pauses workers: after the read, before the write
+		time.Sleep(chaosCompute) // where TestChaos pauses workers: after the progress read, before the write
 		var q int
 		if err := tx.QueryRowContext(ctx, `SELECT quantity FROM inventory WHERE sku = $1 FOR UPDATE`, src).Scan(&q); err != nil {
 			return err
