@@ -1,9 +1,12 @@
 package guard
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/sqlfence/sqlfence/internal/guardmark"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // guardSetupSQL creates the guard's schema, log table and functions. It is
@@ -12,7 +15,12 @@ import (
 // audit's catalog.go, in PL/pgSQL, so that the printed script runs with psql alone.
 // guardSetupSQL installs the guard; install_guard finds the relations to guard with
 // pgcatalog.RelationsSQL, the query resolve: catalog and audit use.
-var guardSetupSQL = strings.Replace(guardSetupTemplate, "{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"), 1)
+var guardSetupSQL = strings.NewReplacer(
+	"{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"),
+	"{{mark}}", guardmark.NameSQL("rel.name"),
+	"{{prefix}}", sqlident.Literal(guardmark.Prefix),
+	"{{prefixlen}}", strconv.Itoa(len(guardmark.Prefix)),
+).Replace(guardSetupTemplate)
 
 const guardSetupTemplate = `
 CREATE SCHEMA IF NOT EXISTS sqlfence;
@@ -66,14 +74,31 @@ BEGIN
 END
 $fn$;
 
--- Statement trigger: the write must come through the driver or run under an override.
+-- Statement trigger: the write must be one a statement of the driver fenced, or run
+-- under an override. TG_ARGV[0] is the relation's name as the driver's marker writes
+-- it. The driver's fenced statements start with the marker, naming what they fenced;
+-- a write made by a trigger or a foreign-key action runs at trigger depth 2 or more,
+-- one made by a function, procedure or DO block has their frames in PG_CONTEXT, and a
+-- rule's write is to a relation the marker does not name.
 CREATE OR REPLACE FUNCTION sqlfence.guard() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-    rel text := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    q text := current_query();
+    ctx text;
+    rel text;
     reason text;
-    detail text;
+    why text;
+    hint text;
 BEGIN
+    IF starts_with(q, {{prefix}}) AND pg_trigger_depth() = 1
+       AND current_setting('sqlfence.fenced', true) = 'on'
+       AND TG_ARGV[0] = ANY (string_to_array(split_part(substr(q, {{prefixlen}} + 1), '*/', 1), ' ')) THEN
+        GET DIAGNOSTICS ctx = PG_CONTEXT;
+        IF strpos(ctx, E'\n') = 0 THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    rel := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME);
     IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
         reason := sqlfence.active_override();
         IF reason IS NOT NULL THEN
@@ -84,17 +109,36 @@ BEGIN
             RETURN NULL;
         END IF;
     END IF;
-    IF current_setting('sqlfence.fenced', true) = 'on' THEN
-        RETURN NULL;
-    END IF;
-    detail := format('%s is protected by fencing tokens: a write that does not go through the sqlfence driver carries no epoch and can overwrite rows a newer claim wrote.', rel);
-    IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
-        detail := detail || ' sqlfence.override is set, but not by sqlfence.override() in this transaction.';
+    hint := 'For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
+    IF current_setting('sqlfence.fenced', true) IS DISTINCT FROM 'on' THEN
+        why := 'the session did not come through the sqlfence driver';
+        hint := 'Write through the sqlfence driver under an epoch. ' || hint;
+    ELSIF pg_trigger_depth() > 1 THEN
+        why := format('the write was made by a trigger or a foreign-key action (trigger depth %s), where no epoch reaches', pg_trigger_depth() - 1);
+        hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch: make a foreign key into it NO ACTION or RESTRICT and write the rows it would cascade to explicitly; do not write it from a trigger. ', rel) || hint;
+    ELSE
+        IF ctx IS NULL THEN
+            GET DIAGNOSTICS ctx = PG_CONTEXT;
+        END IF;
+        IF strpos(ctx, E'\n') > 0 THEN
+            why := 'the write was made inside a function, procedure or DO block, where no epoch reaches';
+            hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, not from a function, procedure or DO block. ', rel) || hint;
+        ELSIF starts_with(q, {{prefix}}) THEN
+            why := format('the statement was fenced by the sqlfence driver, but not for %s: the write comes from a rule, or through a relation the driver did not fence as %s', rel, rel);
+            hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, and drop the rule that writes it; with resolve: catalog the driver refuses statements that fire such rules. ', rel) || hint;
+        ELSE
+            why := 'the statement was not fenced by the sqlfence driver (no epoch: sent with sqlfence.Unfenced, on a raw connection, in shadow mode, or a write the driver did not recognize as one to a protected table, through a rule, view or parent)';
+            hint := format('Write %s through the sqlfence driver under an epoch (sqlfence.WithEpoch), naming the table or, with resolve: catalog, its views and partitions. ', rel) || hint;
+        END IF;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'SF001',
-        MESSAGE = format('sqlfence guard: %s on %s rejected: the session did not come through the sqlfence driver', TG_OP, rel),
-        DETAIL = detail,
-        HINT = 'Write through the sqlfence driver under an epoch. For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
+        MESSAGE = format('sqlfence guard: %s on %s rejected: %s', TG_OP, rel, why),
+        DETAIL = format('%s is protected by fencing tokens: a write that sqlfence did not fence carries no epoch and can overwrite rows a newer claim wrote.', rel)
+            || CASE WHEN coalesce(current_setting('sqlfence.override', true), '') <> ''
+                    THEN ' sqlfence.override is set, but not by sqlfence.override() in this transaction.' ELSE '' END
+            || CASE WHEN current_setting('sqlfence.fenced', true) = 'on'
+                    THEN format(' The statement: %s', left(q, 300)) ELSE '' END,
+        HINT = hint;
 END
 $fn$;
 
@@ -125,7 +169,7 @@ DECLARE
     n int := 0;
 BEGIN
     FOR r IN
-        SELECT rel.oid::oid AS oid, rel.depth, rel.relkind, nullif(rel.epoch_type, '') AS epoch_type
+        SELECT rel.oid::oid AS oid, rel.depth, rel.relkind, nullif(rel.epoch_type, '') AS epoch_type, {{mark}} AS mark
         FROM ({{relations}}) rel (oid, schema, name, relkind, depth, epoch_type, epoch_not_null)
         WHERE rel.relkind <> 'v'
         ORDER BY rel.depth, rel.oid
@@ -145,8 +189,8 @@ BEGIN
         IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
             EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
         END IF;
-        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard()',
-            events, r.oid::regclass);
+        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
+            events, r.oid::regclass, r.mark);
         -- A partition already has the row trigger when it was cloned from its parent's.
         IF NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch' AND g.tgparentid <> 0) THEN
             IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch') THEN
