@@ -1,0 +1,309 @@
+package guard
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/clitest"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+)
+
+// pathsSchema adds to guardSchema what writes protected rows from inside the
+// database, where no epoch reaches: foreign keys that cascade, a trigger and a rule on
+// an unprotected table, a rule on a protected table writing another one, and
+// functions. inventory is strict, billing.invoices repeatable; every row is at epoch 5.
+const pathsSchema = `
+CREATE TABLE warehouse (id int PRIMARY KEY, code text UNIQUE);
+INSERT INTO warehouse VALUES (1, 'north'), (2, 'south');
+ALTER TABLE inventory ADD COLUMN wh int REFERENCES warehouse ON DELETE CASCADE ON UPDATE CASCADE;
+ALTER TABLE billing.invoices ADD COLUMN wh_code text REFERENCES warehouse (code) ON UPDATE SET NULL ON DELETE SET NULL;
+UPDATE inventory SET wh = 1;
+UPDATE billing.invoices SET wh_code = 'south';
+CREATE TABLE "Odd */ Name" (id int PRIMARY KEY, n int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
+INSERT INTO "Odd */ Name" VALUES (1, 0, 5);
+
+CREATE FUNCTION restock() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN UPDATE inventory SET quantity = 100; RETURN NEW; END $$;
+CREATE FUNCTION bill() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO billing.invoices (id, total) VALUES (7, 70); RETURN 1; END $$;
+CREATE FUNCTION restock_all() RETURNS int LANGUAGE sql AS $$
+UPDATE inventory SET quantity = 100; SELECT 1 $$;
+`
+
+// pathsPolicy lists the functions under safe_functions, as a mistake would; without
+// resolve: catalog the driver cannot see what the rest reach: the guard is the line.
+const pathsPolicy = `version: 1
+tables:
+  - name: inventory
+  - name: billing.invoices
+    mode: repeatable
+  - name: '"Odd */ Name"'
+safe_functions: [bill, restock_all, sqlfence.override]
+unfenced: allow
+`
+
+// protectedRows is every protected row, to compare before and after a write.
+func protectedRows(t *testing.T, raw *pgx.Conn) string {
+	t.Helper()
+	var s string
+	if err := raw.QueryRow(t.Context(), `SELECT concat_ws(' | ',
+		(SELECT string_agg(format('%s %s %s %s', sku, quantity, wh, writer_epoch), ', ' ORDER BY sku) FROM inventory),
+		(SELECT string_agg(format('%s %s %s %s', id, total, wh_code, writer_epoch), ', ' ORDER BY id) FROM billing.invoices),
+		(SELECT string_agg(format('%s %s %s', id, n, writer_epoch), ', ' ORDER BY id) FROM "Odd */ Name"))`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func pathsFixture(t *testing.T, policyText string) (db *sql.DB, raw *pgx.Conn) {
+	t.Helper()
+	dsn, _, raw := guardFixture(t)
+	if _, err := raw.Exec(t.Context(), pathsSchema); err != nil {
+		t.Fatal(err)
+	}
+	policy := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", policyText)
+	out, errOut, code := cli(t, "--policy", policy, "--apply", "--dsn", dsn)
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	db, err := sql.Open("sqlfence", cmdutil.WithParam(dsn, sqlfence.PolicyParam, policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, raw
+}
+
+// TestGuardPaths: with the guard installed, through the driver, each way of writing a
+// protected row from inside the database is rejected by the database, with no epoch,
+// a stale one and a fresh one alike, and changes nothing; the driver's own fenced
+// writes pass (fresh) or are fenced (stale).
+func TestGuardPaths(t *testing.T) {
+	t.Parallel()
+	db, raw := pathsFixture(t, pathsPolicy)
+	ctx := t.Context()
+	if _, err := raw.Exec(ctx, `
+		CREATE TRIGGER notes_restock AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION restock();
+		CREATE RULE notes_purge AS ON DELETE TO notes DO ALSO DELETE FROM billing.invoices;`); err != nil {
+		t.Fatal(err)
+	}
+	contexts := []struct {
+		name string
+		ctx  context.Context
+	}{{"no epoch", ctx}, {"stale epoch", sqlfence.WithEpoch(ctx, 4)}, {"fresh epoch", sqlfence.WithEpoch(ctx, 9)}}
+
+	for _, tc := range []struct {
+		setup, name, stmt string
+		args              []any
+		want              []string // in the guard's message
+	}{
+		{"", "trigger on an unprotected table writes a protected one (UPDATE, strict)", "INSERT INTO notes VALUES (2, 'x')", nil,
+			[]string{"UPDATE on public.inventory rejected", "made by a trigger or a foreign-key action (trigger depth 1)"}},
+		{"", "rule on an unprotected table (DELETE, repeatable)", "DELETE FROM notes WHERE id = 1", nil,
+			[]string{"DELETE on billing.invoices rejected", "not fenced by the sqlfence driver"}},
+		{"", "ON DELETE CASCADE (DELETE, strict)", "DELETE FROM warehouse WHERE id = 1", nil,
+			[]string{"DELETE on public.inventory rejected", "foreign-key action"}},
+		{"", "ON UPDATE CASCADE (UPDATE, strict)", "UPDATE warehouse SET id = 3 WHERE id = 1", nil,
+			[]string{"UPDATE on public.inventory rejected", "foreign-key action"}},
+		{"", "ON UPDATE SET NULL (UPDATE, repeatable)", "UPDATE warehouse SET code = 'sud' WHERE id = 2", nil,
+			[]string{"UPDATE on billing.invoices rejected", "foreign-key action"}},
+		{"", "a listed function that writes (INSERT, repeatable)", "SELECT bill()", nil,
+			[]string{"INSERT on billing.invoices rejected", "inside a function, procedure or DO block"}},
+		{"", "a function inside a fenced write of the same table", "UPDATE inventory SET quantity = restock_all() WHERE sku = $1", []any{"widget"},
+			[]string{"UPDATE on public.inventory rejected", "inside a function, procedure or DO block"}},
+		{"CREATE RULE inventory_bill AS ON UPDATE TO inventory WHERE NEW.quantity = 77 DO ALSO UPDATE billing.invoices SET total = 0",
+			"a rule of a fenced write writes another protected table", "UPDATE inventory SET quantity = 77 WHERE sku = $1", []any{"widget"},
+			[]string{"UPDATE on billing.invoices rejected", "fenced by the sqlfence driver, but not for billing.invoices"}},
+	} {
+		if tc.setup != "" {
+			if _, err := raw.Exec(ctx, tc.setup); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range contexts {
+			t.Run(tc.name+"/"+c.name, func(t *testing.T) {
+				before := protectedRows(t, raw)
+				_, err := db.ExecContext(c.ctx, tc.stmt, tc.args...)
+				var pe *pgconn.PgError
+				switch {
+				case strings.HasPrefix(tc.stmt, "UPDATE inventory") && c.name == "no epoch":
+					// The driver refuses it before the guard sees it.
+					if !errors.Is(err, sqlfence.ErrUnfenced) {
+						t.Errorf("%s: %v, want ErrUnfenced", tc.stmt, err)
+					}
+				case strings.Contains(tc.stmt, "restock_all") && c.name == "stale epoch":
+					// The fence matches no row, so the function never runs.
+					if !errors.Is(err, sqlfence.ErrFenced) {
+						t.Errorf("%s: %v, want ErrFenced", tc.stmt, err)
+					}
+				default:
+					// A rule's write runs even when the fence matches no row.
+					if !errors.As(err, &pe) || pe.Code != "SF001" {
+						t.Fatalf("%s: %v, want the guard's SF001", tc.stmt, err)
+					}
+					clitest.WantContains(t, "message", pe.Message, tc.want...)
+					clitest.WantContains(t, "hint", pe.Hint, "sqlfence.override")
+				}
+				if after := protectedRows(t, raw); after != before {
+					t.Errorf("%s changed protected rows:\nbefore %s\nafter  %s", tc.stmt, before, after)
+				}
+			})
+		}
+	}
+
+	if _, err := raw.Exec(ctx, "DROP RULE inventory_bill ON inventory"); err != nil {
+		t.Fatal(err)
+	}
+	// The driver's own fenced writes, every kind, both modes, a name that needs
+	// encoding in the marker: stale changes nothing, fresh writes and stamps.
+	for _, w := range []struct{ stmt, table string }{
+		{"UPDATE inventory SET quantity = 1 WHERE sku = 'bolt'", "inventory"},
+		{"DELETE FROM billing.invoices WHERE id = 1", "billing.invoices"},
+		{"INSERT INTO billing.invoices (id, total) VALUES (2, 20)", "billing.invoices"},
+		{`UPDATE "Odd */ Name" SET n = 1`, `"Odd */ Name"`},
+	} {
+		// (An INSERT has no row to be fenced by: a stale epoch would stamp it.)
+		if before := protectedRows(t, raw); !strings.HasPrefix(w.stmt, "INSERT") {
+			if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 4), w.stmt); !errors.Is(err, sqlfence.ErrFenced) || protectedRows(t, raw) != before {
+				t.Errorf("%s, stale epoch: %v; rows %s", w.stmt, err, protectedRows(t, raw))
+			}
+		}
+		if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), w.stmt); err != nil {
+			t.Errorf("%s, fresh epoch: %v", w.stmt, err)
+		}
+	}
+	if got, want := protectedRows(t, raw), "bolt 1 1 9, widget 10 1 5 | 2 20  9 | 1 1 9"; got != want {
+		t.Errorf("after the fenced writes:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestGuardPathsDriverBypassed: a DO block that assembles a protected table's name
+// from pieces is refused by the driver; sent anyway on a driver session — through the
+// raw connection, in shadow mode, or with the driver's session marker forged — the
+// guard rejects it and every unfenced write, whatever the epoch.
+func TestGuardPathsDriverBypassed(t *testing.T) {
+	t.Parallel()
+	db, raw := pathsFixture(t, pathsPolicy)
+	ctx := t.Context()
+	const do = `DO $$ BEGIN EXECUTE 'UPDATE inv' || 'entory SET quantity = 0'; END $$`
+	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
+		if _, err := db.ExecContext(c, do); !errors.Is(err, sqlfence.ErrRefused) {
+			t.Errorf("DO block through the driver: %v, want ErrRefused", err)
+		}
+	}
+	before := protectedRows(t, raw)
+	rejected := func(what string, err error, want string) {
+		t.Helper()
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "SF001" || !strings.Contains(pe.Message, want) {
+			t.Errorf("%s: %v, want the guard's SF001 saying %q", what, err, want)
+		}
+	}
+
+	// The raw connection of a driver session carries the session marker.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		inner, err := sqlfence.RawConn(sqlfence.Unfenced(ctx, "guard test"), dc)
+		if err != nil {
+			return err
+		}
+		pc := inner.(*stdlib.Conn).Conn()
+		_, err = pc.Exec(ctx, do)
+		rejected("DO block on the raw connection", err, "inside a function, procedure or DO block")
+		_, err = pc.Exec(ctx, "UPDATE inventory SET quantity = 0")
+		rejected("UPDATE on the raw connection", err, "not fenced by the sqlfence driver")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sqlfence.Unfenced: the driver lets it through (unfenced: allow), the guard not.
+	_, err = db.ExecContext(sqlfence.Unfenced(ctx, "guard test"), "UPDATE inventory SET quantity = 0 WHERE sku = 'bolt'")
+	rejected("sqlfence.Unfenced", err, "not fenced by the sqlfence driver")
+
+	// Shadow mode sends every text unchanged: nothing is fenced, the guard rejects.
+	shadow := clitest.WriteFile(t, t.TempDir(), "shadow.yaml", pathsPolicy+"enforce: shadow\n")
+	sdb, err := sql.Open("sqlfence", cmdutil.WithParam(raw.Config().ConnString(), sqlfence.PolicyParam, shadow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
+		_, err = sdb.ExecContext(c, do)
+		rejected("DO block in shadow mode", err, "inside a function, procedure or DO block")
+		_, err = sdb.ExecContext(c, "UPDATE inventory SET quantity = 0 WHERE sku = 'bolt'")
+		rejected("UPDATE in shadow mode", err, "not fenced by the sqlfence driver")
+	}
+
+	// A session that forges the session marker but not the statement's, or the
+	// statement's but not the session's, or puts the marker anywhere but first.
+	forged := clitest.PGConnect(t, raw.Config().ConnString(), map[string]string{sqlfence.GuardSetting: "on"})
+	for _, q := range []string{
+		do,
+		"UPDATE inventory SET quantity = 0",
+		" /*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = 0",
+		"/*sqlfence fenced: inventory2*/ UPDATE inventory SET quantity = 0",
+		"/*sqlfence fenced: invoices*/ UPDATE inventory SET quantity = 0",
+		"/*sqlfence fenced: inventory*/ " + do,
+	} {
+		_, err := forged.Exec(ctx, q)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "SF001" {
+			t.Errorf("forged session: %s: %v, want SF001", q, err)
+		}
+	}
+	_, err = raw.Exec(ctx, "/*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = 0")
+	rejected("a plain session with the statement's marker", err, "the session did not come through the sqlfence driver")
+	if after := protectedRows(t, raw); after != before {
+		t.Errorf("protected rows changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestGuardPathsOverride: the operator override lets a write the guard would reject
+// through, in its transaction only, through the driver too, and logs it.
+func TestGuardPathsOverride(t *testing.T) {
+	t.Parallel()
+	db, raw := pathsFixture(t, pathsPolicy)
+	ctx := t.Context()
+	if _, err := raw.Exec(ctx, `CREATE TRIGGER notes_restock AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION restock();`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT sqlfence.override($1)", "restock after INC-77"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO notes VALUES (2, 'restock')"); err != nil {
+		t.Fatalf("under the override: %v", err)
+	}
+	if _, err := tx.ExecContext(sqlfence.WithEpoch(ctx, 9), "UPDATE inventory SET quantity = 3 WHERE sku = 'bolt'"); err != nil {
+		t.Fatalf("a fenced write under the override: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var log string
+	raw.QueryRow(ctx, "SELECT string_agg(format('%s %s %s', relation, operation, reason), '; ' ORDER BY id) FROM sqlfence.override_log").Scan(&log)
+	if log != "public.inventory UPDATE restock after INC-77" {
+		t.Errorf("override log: %q; want the trigger's write only (the fenced write needs no override)", log)
+	}
+	if got := protectedRows(t, raw); !strings.HasPrefix(got, "bolt 3 1 9, widget 100 1 5 |") {
+		t.Errorf("after the override: %s", got)
+	}
+	// The next transaction is guarded again.
+	if _, err := db.ExecContext(ctx, "INSERT INTO notes VALUES (3, 'restock')"); err == nil {
+		t.Error("after the override's transaction: the trigger's write passed")
+	}
+}
