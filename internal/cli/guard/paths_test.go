@@ -14,6 +14,7 @@ import (
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/clitest"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/guardmark"
 )
 
 // pathsSchema adds to guardSchema what writes protected rows from inside the
@@ -305,5 +306,97 @@ func TestGuardPathsOverride(t *testing.T) {
 	// The next transaction is guarded again.
 	if _, err := db.ExecContext(ctx, "INSERT INTO notes VALUES (3, 'restock')"); err == nil {
 		t.Error("after the override's transaction: the trigger's write passed")
+	}
+}
+
+// TestGuardResolveCatalog: with resolve: catalog the driver fences writes through a
+// view and to a partition, and its marker lets them through the guard (a view's write
+// fires the statement trigger of the table under it); without it the driver does not
+// know them as protected, sends them unfenced, and the guard rejects them. A view over
+// a partition is fenced as the table it belongs to, whose name the marker carries, but
+// the trigger fires on the partition: rejected, fail closed.
+func TestGuardResolveCatalog(t *testing.T) {
+	t.Parallel()
+	views := `CREATE VIEW inventory_v AS SELECT * FROM inventory;
+		CREATE VIEW invoices_2025_v AS SELECT * FROM billing.invoices_2025;`
+	for _, resolve := range []bool{true, false} {
+		policy := pathsPolicy
+		if resolve {
+			policy += "resolve: catalog\n"
+		}
+		db, raw := pathsFixture(t, policy)
+		ctx := t.Context()
+		if _, err := raw.Exec(ctx, views); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []struct {
+			stmt   string
+			passes bool
+		}{
+			{"UPDATE inventory_v SET quantity = 2 WHERE sku = 'bolt'", resolve},
+			{"UPDATE billing.invoices_2025 SET total = 1 WHERE id = 1", resolve},
+			{"UPDATE invoices_2025_v SET total = 2 WHERE id = 1", false},
+		} {
+			before := protectedRows(t, raw)
+			_, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), w.stmt)
+			var pe *pgconn.PgError
+			switch {
+			case w.passes && err != nil:
+				t.Errorf("resolve %v: %s: %v", resolve, w.stmt, err)
+			case !w.passes && (!errors.As(err, &pe) || pe.Code != "SF001"):
+				t.Errorf("resolve %v: %s: %v, want the guard's SF001", resolve, w.stmt, err)
+			case !w.passes && protectedRows(t, raw) != before:
+				t.Errorf("resolve %v: %s changed protected rows", resolve, w.stmt)
+			}
+		}
+	}
+}
+
+// TestGuardExecModes: the marker reaches the guard however pgx sends the statement
+// (current_query() is the prepared statement's text under the extended protocol), and
+// through database/sql's own Prepare.
+func TestGuardExecModes(t *testing.T) {
+	t.Parallel()
+	_, raw := pathsFixture(t, pathsPolicy)
+	ctx := t.Context()
+	policy := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", pathsPolicy)
+	epoch := int64(5)
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		db, err := sql.Open("sqlfence", cmdutil.WithParam(cmdutil.WithParam(raw.Config().ConnString(), sqlfence.PolicyParam, policy), "default_query_exec_mode", mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		epoch++
+		if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, epoch), "UPDATE inventory SET quantity = $1 WHERE sku = $2", epoch, "bolt"); err != nil {
+			t.Errorf("%s: %v", mode, err)
+		}
+		st, err := db.PrepareContext(ctx, "DELETE FROM billing.invoices WHERE id = $1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ExecContext(sqlfence.WithEpoch(ctx, epoch), 99); err != nil {
+			t.Errorf("%s, prepared: %v", mode, err)
+		}
+		st.Close()
+	}
+	if got := protectedRows(t, raw); !strings.HasPrefix(got, "bolt 10 1 10,") {
+		t.Errorf("after the writes: %s", got)
+	}
+}
+
+// TestGuardMarkNames: the guard computes each relation's name in SQL as the driver
+// writes it in the marker, for any name.
+func TestGuardMarkNames(t *testing.T) {
+	t.Parallel()
+	_, _, raw := guardFixture(t)
+	for _, name := range []string{"inventory", "Inventory_2", "Odd */ Name", "a,b", "%41", "inventário", "日本", `q"uote`, "x'y", "tab\tname"} {
+		var got string
+		if err := raw.QueryRow(t.Context(), "SELECT "+guardmark.NameSQL("$1::name"), name).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := guardmark.Name(name); got != want {
+			t.Errorf("%q: SQL %q, Go %q", name, got, want)
+		}
 	}
 }
