@@ -80,64 +80,78 @@ $fn$;
 -- a write made by a trigger or a foreign-key action runs at trigger depth 2 or more,
 -- one made by a function, procedure or DO block has their frames in PG_CONTEXT, and a
 -- rule's write is to a relation the marker does not name.
+--
+-- It runs before every write of the driver, so it is cheap: no SECURITY DEFINER, no
+-- SET clause (changing search_path on each call costs more than the checks), every
+-- name schema-qualified so that the session's search_path cannot change what it
+-- calls. Everything else is in sqlfence.guard_reject.
 CREATE OR REPLACE FUNCTION sqlfence.guard() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    ctx pg_catalog.text;
+BEGIN
+    -- One expression: plpgsql prepares each expression once per transaction, and
+    -- with autocommit that is once per statement.
+    GET DIAGNOSTICS ctx = PG_CONTEXT;
+    IF pg_catalog.starts_with(pg_catalog.current_query(), {{prefix}})
+       AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
+       AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
+       AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
+       AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
+           pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' ')) THEN
+        RETURN NULL;
+    END IF;
+    PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.>) 0);
+    RETURN NULL;
+END
+$fn$;
+
+-- guard_reject lets a write the statement trigger did not recognize through under an
+-- active override, and logs it; otherwise it fails, saying why. nested: the write was
+-- made inside a function, procedure or DO block.
+CREATE OR REPLACE FUNCTION sqlfence.guard_reject(op text, tschema name, tname name, nested boolean) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     q text := current_query();
-    ctx text;
-    rel text;
+    rel text := format('%I.%I', tschema, tname);
     reason text;
     why text;
-    hint text;
+    hint text := 'For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
+    driver boolean := coalesce(current_setting('sqlfence.fenced', true) = 'on', false);
 BEGIN
-    IF starts_with(q, {{prefix}}) AND pg_trigger_depth() = 1
-       AND current_setting('sqlfence.fenced', true) = 'on'
-       AND TG_ARGV[0] = ANY (string_to_array(split_part(substr(q, {{prefixlen}} + 1), '*/', 1), ' ')) THEN
-        GET DIAGNOSTICS ctx = PG_CONTEXT;
-        IF strpos(ctx, E'\n') = 0 THEN
-            RETURN NULL;
-        END IF;
-    END IF;
-    rel := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME);
     IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
         reason := sqlfence.active_override();
         IF reason IS NOT NULL THEN
-            INSERT INTO sqlfence.override_log (relation, operation, reason) VALUES (rel, TG_OP, reason);
+            INSERT INTO sqlfence.override_log (relation, operation, reason) VALUES (rel, op, reason);
             RAISE LOG 'sqlfence guard override: % on % by % (transaction %): %',
-                TG_OP, rel, session_user, pg_current_xact_id(), reason;
-            RAISE NOTICE 'sqlfence guard: % on % allowed by the override, and logged: %', TG_OP, rel, reason;
-            RETURN NULL;
+                op, rel, session_user, pg_current_xact_id(), reason;
+            RAISE NOTICE 'sqlfence guard: % on % allowed by the override, and logged: %', op, rel, reason;
+            RETURN;
         END IF;
     END IF;
-    hint := 'For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
-    IF current_setting('sqlfence.fenced', true) IS DISTINCT FROM 'on' THEN
+    IF NOT driver THEN
         why := 'the session did not come through the sqlfence driver';
         hint := 'Write through the sqlfence driver under an epoch. ' || hint;
     ELSIF pg_trigger_depth() > 1 THEN
         why := format('the write was made by a trigger or a foreign-key action (trigger depth %s), where no epoch reaches', pg_trigger_depth() - 1);
         hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch: make a foreign key into it NO ACTION or RESTRICT and write the rows it would cascade to explicitly; do not write it from a trigger. ', rel) || hint;
+    ELSIF nested THEN
+        why := 'the write was made inside a function, procedure or DO block, where no epoch reaches';
+        hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, not from a function, procedure or DO block. ', rel) || hint;
+    ELSIF starts_with(q, {{prefix}}) THEN
+        why := format('the statement was fenced by the sqlfence driver, but not for %s: the write comes from a rule, or through a relation the driver did not fence as %s', rel, rel);
+        hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, and drop the rule that writes it; with resolve: catalog the driver refuses statements that fire such rules. ', rel) || hint;
     ELSE
-        IF ctx IS NULL THEN
-            GET DIAGNOSTICS ctx = PG_CONTEXT;
-        END IF;
-        IF strpos(ctx, E'\n') > 0 THEN
-            why := 'the write was made inside a function, procedure or DO block, where no epoch reaches';
-            hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, not from a function, procedure or DO block. ', rel) || hint;
-        ELSIF starts_with(q, {{prefix}}) THEN
-            why := format('the statement was fenced by the sqlfence driver, but not for %s: the write comes from a rule, or through a relation the driver did not fence as %s', rel, rel);
-            hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, and drop the rule that writes it; with resolve: catalog the driver refuses statements that fire such rules. ', rel) || hint;
-        ELSE
-            why := 'the statement was not fenced by the sqlfence driver (no epoch: sent with sqlfence.Unfenced, on a raw connection, in shadow mode, or a write the driver did not recognize as one to a protected table, through a rule, view or parent)';
-            hint := format('Write %s through the sqlfence driver under an epoch (sqlfence.WithEpoch), naming the table or, with resolve: catalog, its views and partitions. ', rel) || hint;
-        END IF;
+        why := 'the statement was not fenced by the sqlfence driver (no epoch: sent with sqlfence.Unfenced, on a raw connection, in shadow mode, or a write the driver did not recognize as one to a protected table, through a rule, view or parent)';
+        hint := format('Write %s through the sqlfence driver under an epoch (sqlfence.WithEpoch), naming the table or, with resolve: catalog, its views and partitions. ', rel) || hint;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'SF001',
-        MESSAGE = format('sqlfence guard: %s on %s rejected: %s', TG_OP, rel, why),
+        MESSAGE = format('sqlfence guard: %s on %s rejected: %s', op, rel, why),
         DETAIL = format('%s is protected by fencing tokens: a write that sqlfence did not fence carries no epoch and can overwrite rows a newer claim wrote.', rel)
             || CASE WHEN coalesce(current_setting('sqlfence.override', true), '') <> ''
                     THEN ' sqlfence.override is set, but not by sqlfence.override() in this transaction.' ELSE '' END
-            || CASE WHEN current_setting('sqlfence.fenced', true) = 'on'
-                    THEN format(' The statement: %s', left(q, 300)) ELSE '' END,
+            || CASE WHEN driver THEN format(' The statement: %s', left(q, 300)) ELSE '' END,
         HINT = hint;
 END
 $fn$;
@@ -220,6 +234,7 @@ $fn$;
 const guardDropSQL = `DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
 DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
 DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlfence.guard_reject(text, name, name, boolean);
 DROP FUNCTION IF EXISTS sqlfence.override(text);
 DROP FUNCTION IF EXISTS sqlfence.active_override();
 `
