@@ -30,6 +30,12 @@ UPDATE inventory SET wh = 1;
 UPDATE billing.invoices SET wh_code = 'south';
 CREATE TABLE "Odd */ Name" (id int PRIMARY KEY, n int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
 INSERT INTO "Odd */ Name" VALUES (1, 0, 5);
+CREATE TABLE region (id int PRIMARY KEY);
+INSERT INTO region VALUES (1), (2);
+ALTER TABLE "Odd */ Name" ADD COLUMN region int DEFAULT 1 REFERENCES region ON DELETE SET DEFAULT;
+ALTER TABLE billing.invoices ADD COLUMN region int REFERENCES region ON DELETE SET NULL;
+UPDATE "Odd */ Name" SET region = 2;
+UPDATE billing.invoices SET region = 2;
 
 CREATE FUNCTION restock() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN UPDATE inventory SET quantity = 100; RETURN NEW; END $$;
@@ -37,6 +43,9 @@ CREATE FUNCTION bill() RETURNS int LANGUAGE plpgsql AS $$
 BEGIN INSERT INTO billing.invoices (id, total) VALUES (7, 70); RETURN 1; END $$;
 CREATE FUNCTION restock_all() RETURNS int LANGUAGE sql AS $$
 UPDATE inventory SET quantity = 100; SELECT 1 $$;
+-- Functions reached inside the database: a view's select list, a column default.
+CREATE VIEW billing_view AS SELECT bill() AS b;
+CREATE TABLE stamps (id int PRIMARY KEY, n int DEFAULT restock_all());
 `
 
 // pathsPolicy lists the functions under safe_functions, as a mistake would; without
@@ -57,8 +66,8 @@ func protectedRows(t *testing.T, raw *pgx.Conn) string {
 	var s string
 	if err := raw.QueryRow(t.Context(), `SELECT concat_ws(' | ',
 		(SELECT string_agg(format('%s %s %s %s', sku, quantity, wh, writer_epoch), ', ' ORDER BY sku) FROM inventory),
-		(SELECT string_agg(format('%s %s %s %s', id, total, wh_code, writer_epoch), ', ' ORDER BY id) FROM billing.invoices),
-		(SELECT string_agg(format('%s %s %s', id, n, writer_epoch), ', ' ORDER BY id) FROM "Odd */ Name"))`).Scan(&s); err != nil {
+		(SELECT string_agg(format('%s %s %s %s %s', id, total, wh_code, region, writer_epoch), ', ' ORDER BY id) FROM billing.invoices),
+		(SELECT string_agg(format('%s %s %s %s', id, n, region, writer_epoch), ', ' ORDER BY id) FROM "Odd */ Name"))`).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -114,6 +123,12 @@ func TestGuardPaths(t *testing.T) {
 			[]string{"UPDATE on public.inventory rejected", "foreign-key action"}},
 		{"", "ON UPDATE SET NULL (UPDATE, repeatable)", "UPDATE warehouse SET code = 'sud' WHERE id = 2", nil,
 			[]string{"UPDATE on billing.invoices rejected", "foreign-key action"}},
+		{"", "ON DELETE SET NULL and SET DEFAULT (UPDATE, repeatable and strict)", "DELETE FROM region WHERE id = 2", nil,
+			[]string{"UPDATE on ", "foreign-key action"}},
+		{"", "a view's select list calls a function that writes", "SELECT * FROM billing_view", nil,
+			[]string{"INSERT on billing.invoices rejected", "inside a function, procedure or DO block"}},
+		{"", "a column default calls a function that writes", "INSERT INTO stamps (id) VALUES (1)", nil,
+			[]string{"UPDATE on public.inventory rejected", "inside a function, procedure or DO block"}},
 		{"", "a listed function that writes (INSERT, repeatable)", "SELECT bill()", nil,
 			[]string{"INSERT on billing.invoices rejected", "inside a function, procedure or DO block"}},
 		{"", "a function inside a fenced write of the same table", "UPDATE inventory SET quantity = restock_all() WHERE sku = $1", []any{"widget"},
@@ -179,7 +194,7 @@ func TestGuardPaths(t *testing.T) {
 			t.Errorf("%s, fresh epoch: %v", w.stmt, err)
 		}
 	}
-	if got, want := protectedRows(t, raw), "bolt 1 1 9, widget 10 1 5 | 2 20  9 | 1 1 9"; got != want {
+	if got, want := protectedRows(t, raw), "bolt 1 1 9, widget 10 1 5 | 2 20   9 | 1 1 2 9"; got != want {
 		t.Errorf("after the fenced writes:\n got %s\nwant %s", got, want)
 	}
 }
