@@ -415,3 +415,36 @@ func TestGuardMarkNames(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardParents: a write to the parent of a protected partition fires the parent's
+// statement triggers only; the guard guards the parent too. Through the driver, only
+// resolve: catalog fences such a write (as the parent), and then it passes.
+func TestGuardParents(t *testing.T) {
+	t.Parallel()
+	const partitionOnly = "version: 1\ntables:\n  - name: billing.invoices_2025\n    mode: repeatable\n"
+	for _, resolve := range []bool{false, true} {
+		policy := partitionOnly
+		if resolve {
+			policy += "resolve: catalog\n"
+		}
+		db, raw := pathsFixture(t, policy)
+		ctx := t.Context()
+		var kind string
+		raw.QueryRow(ctx, "SELECT tgfoid::regproc::text FROM pg_trigger WHERE tgrelid = 'billing.invoices'::regclass AND tgname = 'sqlfence_guard'").Scan(&kind)
+		if kind != "sqlfence.guard" {
+			t.Fatalf("the parent billing.invoices is not guarded (%q)", kind)
+		}
+		_, err := raw.Exec(ctx, "UPDATE billing.invoices SET total = 0")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "SF001" {
+			t.Errorf("a plain session writing the parent: %v, want SF001", err)
+		}
+		_, err = db.ExecContext(sqlfence.WithEpoch(ctx, 9), "UPDATE billing.invoices SET total = 1 WHERE id = 1")
+		switch {
+		case resolve && err != nil:
+			t.Errorf("resolve: catalog, the parent fenced: %v", err)
+		case !resolve && (!errors.As(err, &pe) || pe.Code != "SF001"):
+			t.Errorf("without resolve: catalog, the parent unfenced: %v, want SF001", err)
+		}
+	}
+}

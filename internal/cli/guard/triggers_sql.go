@@ -18,6 +18,7 @@ import (
 var guardSetupSQL = strings.NewReplacer(
 	"{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"),
 	"{{mark}}", guardmark.NameSQL("rel.name"),
+	"{{parentmark}}", guardmark.NameSQL("c.relname"),
 	"{{prefix}}", sqlident.Literal(guardmark.Prefix),
 	"{{prefixlen}}", strconv.Itoa(len(guardmark.Prefix)),
 ).Replace(guardSetupTemplate)
@@ -173,7 +174,8 @@ END
 $fn$;
 
 -- install_guard puts both triggers on a protected table (every schema's, when schema
--- is NULL) and on its partitions and inheritance children, and returns what it guarded.
+-- is NULL) and on its partitions and inheritance children, the statement trigger on
+-- their parents, and returns what it guarded.
 CREATE OR REPLACE FUNCTION sqlfence.install_guard(p_schema text, p_name text, p_epoch_column text, p_guard_insert boolean)
 RETURNS TABLE (relation text, kind text)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
@@ -181,6 +183,7 @@ DECLARE
     r record;
     events text;
     n int := 0;
+    guarded oid[] := '{}';
 BEGIN
     FOR r IN
         SELECT rel.oid::oid AS oid, rel.depth, rel.relkind, nullif(rel.epoch_type, '') AS epoch_type, {{mark}} AS mark
@@ -218,6 +221,36 @@ BEGIN
         kind := CASE WHEN r.depth > 0 THEN 'partition or child ' ELSE '' END
             || CASE r.relkind WHEN 'p' THEN 'partitioned table' WHEN 'f' THEN 'foreign table' ELSE 'table' END;
         n := n + 1;
+        guarded := guarded || r.oid;
+        RETURN NEXT;
+    END LOOP;
+    -- Their parents: a write to a parent fires the parent's statement triggers, not
+    -- those of the partitions and children whose rows it reaches. The driver fences it
+    -- only with resolve: catalog, as the parent, and its marker then names the parent.
+    FOR r IN
+        WITH RECURSIVE up (oid) AS (
+            SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = ANY (guarded)
+            UNION
+            SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.oid)
+        SELECT up.oid, c.relkind, {{parentmark}} AS mark
+        FROM up JOIN pg_class c ON c.oid = up.oid
+        WHERE NOT up.oid = ANY (guarded)
+        ORDER BY up.oid
+    LOOP
+        events := 'UPDATE OR DELETE';
+        IF p_guard_insert THEN
+            events := 'INSERT OR ' || events;
+        END IF;
+        IF r.relkind <> 'f' THEN
+            events := events || ' OR TRUNCATE';
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
+            EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
+        END IF;
+        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
+            events, r.oid::regclass, r.mark);
+        relation := r.oid::regclass::text;
+        kind := 'parent of a protected table';
         RETURN NEXT;
     END LOOP;
     IF n = 0 THEN
