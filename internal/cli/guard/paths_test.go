@@ -46,6 +46,7 @@ UPDATE inventory SET quantity = 100; SELECT 1 $$;
 -- Functions reached inside the database: a view's select list, a column default.
 CREATE VIEW billing_view AS SELECT bill() AS b;
 CREATE TABLE stamps (id int PRIMARY KEY, n int DEFAULT restock_all());
+CREATE TABLE checked (id int PRIMARY KEY CHECK (bill() = 1));
 `
 
 // pathsPolicy lists the functions under safe_functions, as a mistake would; without
@@ -129,6 +130,8 @@ func TestGuardPaths(t *testing.T) {
 			[]string{"INSERT on billing.invoices rejected", "inside a function, procedure or DO block"}},
 		{"", "a column default calls a function that writes", "INSERT INTO stamps (id) VALUES (1)", nil,
 			[]string{"UPDATE on public.inventory rejected", "inside a function, procedure or DO block"}},
+		{"", "a CHECK constraint calls a function that writes", "INSERT INTO checked VALUES (1)", nil,
+			[]string{"INSERT on billing.invoices rejected", "inside a function, procedure or DO block"}},
 		{"", "a listed function that writes (INSERT, repeatable)", "SELECT bill()", nil,
 			[]string{"INSERT on billing.invoices rejected", "inside a function, procedure or DO block"}},
 		{"", "a function inside a fenced write of the same table", "UPDATE inventory SET quantity = restock_all() WHERE sku = $1", []any{"widget"},
