@@ -116,6 +116,9 @@ func TestGuardPaths(t *testing.T) {
 	}{
 		{"", "trigger on an unprotected table writes a protected one (UPDATE, strict)", "INSERT INTO notes VALUES (2, 'x')", nil,
 			[]string{"UPDATE on public.inventory rejected", "made by a trigger or a foreign-key action (trigger depth 1)"}},
+		{"", "a string of statements (the driver marks none: it refuses one that writes a protected table)",
+			"SELECT 1; INSERT INTO notes VALUES (3, 'x')", nil,
+			[]string{"UPDATE on public.inventory rejected", "made by a trigger or a foreign-key action"}},
 		{"", "rule on an unprotected table (DELETE, repeatable)", "DELETE FROM notes WHERE id = 1", nil,
 			[]string{"DELETE on billing.invoices rejected", "not fenced by the sqlfence driver"}},
 		{"", "ON DELETE CASCADE (DELETE, strict)", "DELETE FROM warehouse WHERE id = 1", nil,
