@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -452,5 +454,49 @@ func TestGuardParents(t *testing.T) {
 		case !resolve && (!errors.As(err, &pe) || pe.Code != "SF001"):
 			t.Errorf("without resolve: catalog, the parent unfenced: %v, want SF001", err)
 		}
+	}
+}
+
+// TestGuardOtherRole: a role that is not the guard's owner gets the guard's answers,
+// not a permission error, can use the override, and cannot write the log by calling
+// the guard's functions itself.
+func TestGuardOtherRole(t *testing.T) {
+	t.Parallel()
+	_, raw := pathsFixture(t, pathsPolicy)
+	ctx := t.Context()
+	role := fmt.Sprintf("guard_ops_%d", time.Now().UnixNano())
+	if _, err := raw.Exec(ctx, "CREATE ROLE "+role+" LOGIN; GRANT ALL ON ALL TABLES IN SCHEMA public, billing TO "+role+"; GRANT USAGE ON SCHEMA billing TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		raw.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role)
+	})
+	cfg := raw.Config().Copy()
+	cfg.User = role
+	ops, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ops.Close(context.Background())
+	var pe *pgconn.PgError
+	if _, err := ops.Exec(ctx, "UPDATE inventory SET quantity = 0"); !errors.As(err, &pe) || pe.Code != "SF001" {
+		t.Errorf("plain write as %s: %v, want SF001", role, err)
+	}
+	if _, err := ops.Exec(ctx, "SELECT sqlfence.guard_reject('UPDATE', 'public', 'inventory', false)"); !errors.As(err, &pe) || pe.Code != "SF003" {
+		t.Errorf("calling guard_reject directly: %v, want SF003", err)
+	}
+	tx, err := ops.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT sqlfence.override('recount after INC-9')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE inventory SET quantity = 0 WHERE sku = 'bolt'"); err != nil {
+		t.Errorf("under the override as %s: %v", role, err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM sqlfence.override_log"); !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Errorf("reading the log as %s: %v, want permission denied", role, err)
 	}
 }

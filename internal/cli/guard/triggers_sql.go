@@ -25,6 +25,9 @@ var guardSetupSQL = strings.NewReplacer(
 
 const guardSetupTemplate = `
 CREATE SCHEMA IF NOT EXISTS sqlfence;
+-- Every role's writes run the guard's trigger, which calls into this schema (and
+-- operators call sqlfence.override); the log table stays closed.
+GRANT USAGE ON SCHEMA sqlfence TO PUBLIC;
 
 -- One row per statement that ran under an operator override, per table.
 CREATE TABLE IF NOT EXISTS sqlfence.override_log (
@@ -121,6 +124,9 @@ DECLARE
     hint text := 'For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
     driver boolean := coalesce(current_setting('sqlfence.fenced', true) = 'on', false);
 BEGIN
+    IF pg_trigger_depth() < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF003', MESSAGE = 'sqlfence.guard_reject is for the guard''s trigger only';
+    END IF;
     IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
         reason := sqlfence.active_override();
         IF reason IS NOT NULL THEN
