@@ -186,11 +186,16 @@ func TestGuardPaths(t *testing.T) {
 	}
 	// The driver's own fenced writes, every kind, both modes, a name that needs
 	// encoding in the marker: stale changes nothing, fresh writes and stamps.
-	for _, w := range []struct{ stmt, table string }{
-		{"UPDATE inventory SET quantity = 1 WHERE sku = 'bolt'", "inventory"},
-		{"DELETE FROM billing.invoices WHERE id = 1", "billing.invoices"},
-		{"INSERT INTO billing.invoices (id, total) VALUES (2, 20)", "billing.invoices"},
-		{`UPDATE "Odd */ Name" SET n = 1`, `"Odd */ Name"`},
+	for _, w := range []struct {
+		stmt, table string
+		fresh       int64
+	}{
+		{"UPDATE inventory SET quantity = 1 WHERE sku = 'bolt'", "inventory", 9},
+		{"DELETE FROM billing.invoices WHERE id = 1", "billing.invoices", 9},
+		{"INSERT INTO billing.invoices (id, total) VALUES (2, 20)", "billing.invoices", 9},
+		{`UPDATE "Odd */ Name" SET n = 1`, `"Odd */ Name"`, 9},
+		{"INSERT INTO inventory (sku, quantity) VALUES ('bolt', 2) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity + 1", "inventory", 10},
+		{"MERGE INTO inventory i USING (VALUES ('bolt')) v (sku) ON i.sku = v.sku WHEN MATCHED THEN UPDATE SET quantity = quantity + 1 WHEN NOT MATCHED THEN INSERT (sku, quantity) VALUES (v.sku, 1)", "inventory", 11},
 	} {
 		// (An INSERT has no row to be fenced by: a stale epoch would stamp it.)
 		if before := protectedRows(t, raw); !strings.HasPrefix(w.stmt, "INSERT") {
@@ -198,11 +203,11 @@ func TestGuardPaths(t *testing.T) {
 				t.Errorf("%s, stale epoch: %v; rows %s", w.stmt, err, protectedRows(t, raw))
 			}
 		}
-		if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), w.stmt); err != nil {
+		if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, w.fresh), w.stmt); err != nil {
 			t.Errorf("%s, fresh epoch: %v", w.stmt, err)
 		}
 	}
-	if got, want := protectedRows(t, raw), "bolt 1 1 9, widget 10 1 5 | 2 20   9 | 1 1 2 9"; got != want {
+	if got, want := protectedRows(t, raw), "bolt 4 1 11, widget 10 1 5 | 2 20   9 | 1 1 2 9"; got != want {
 		t.Errorf("after the fenced writes:\n got %s\nwant %s", got, want)
 	}
 }
