@@ -505,3 +505,55 @@ func TestGuardOtherRole(t *testing.T) {
 		t.Errorf("reading the log as %s: %v, want permission denied", role, err)
 	}
 }
+
+// TestGuardAfterSnapshot: with resolve: catalog the driver judges functions, triggers
+// and rules from the catalog it read at connect; a function replaced and a trigger
+// created behind its back afterwards are the guard's, and an unlisted function the
+// driver refuses gets past it only in shadow mode, where the guard rejects it.
+func TestGuardAfterSnapshot(t *testing.T) {
+	t.Parallel()
+	db, raw := pathsFixture(t, pathsPolicy+"resolve: catalog\n")
+	ctx := t.Context()
+	if _, err := raw.Exec(ctx, `CREATE FUNCTION tally() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$;
+		CREATE FUNCTION zero_stock() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN 1; END $$;`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT tally()"); err != nil {
+		t.Fatalf("a function that writes nothing, read at connect: %v", err)
+	}
+	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
+		if _, err := db.ExecContext(c, "SELECT zero_stock()"); !errors.Is(err, sqlfence.ErrRefused) {
+			t.Errorf("an unlisted function that writes: %v, want the driver's ErrRefused", err)
+		}
+	}
+	if _, err := raw.Exec(ctx, `CREATE OR REPLACE FUNCTION tally() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN 1; END $$;
+		CREATE TRIGGER notes_restock AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION restock();`); err != nil {
+		t.Fatal(err)
+	}
+	shadow := clitest.WriteFile(t, t.TempDir(), "shadow.yaml", pathsPolicy+"resolve: catalog\nenforce: shadow\n")
+	sdb, err := sql.Open("sqlfence", cmdutil.WithParam(raw.Config().ConnString(), sqlfence.PolicyParam, shadow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	before := protectedRows(t, raw)
+	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
+		for _, w := range []struct {
+			db         *sql.DB
+			stmt, want string
+		}{
+			{db, "SELECT tally()", "inside a function, procedure or DO block"},
+			{db, "INSERT INTO notes VALUES (5, 'x')", "made by a trigger or a foreign-key action"},
+			{sdb, "SELECT zero_stock()", "inside a function, procedure or DO block"},
+		} {
+			_, err := w.db.ExecContext(c, w.stmt)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "SF001" || !strings.Contains(pe.Message, w.want) {
+				t.Errorf("%s: %v, want the guard's SF001 saying %q", w.stmt, err, w.want)
+			}
+		}
+	}
+	if after := protectedRows(t, raw); after != before {
+		t.Errorf("protected rows changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
