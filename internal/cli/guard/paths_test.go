@@ -557,3 +557,34 @@ func TestGuardAfterSnapshot(t *testing.T) {
 		t.Errorf("protected rows changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestGuardRuleResidual pins the documented limit: a rule fired by a statement the
+// driver fenced, writing a table that statement also fences, is not told apart from
+// the statement's own write (its write to another protected table is: TestGuardPaths).
+// Without resolve: catalog nothing refuses it; with it, the driver does.
+func TestGuardRuleResidual(t *testing.T) {
+	t.Parallel()
+	const stmt = "UPDATE inventory SET quantity = 5 WHERE sku = $1"
+	for _, resolve := range []bool{false, true} {
+		policy := pathsPolicy
+		if resolve {
+			policy += "resolve: catalog\n"
+		}
+		db, raw := pathsFixture(t, policy)
+		ctx := t.Context()
+		if _, err := raw.Exec(ctx, "CREATE RULE inventory_purge AS ON UPDATE TO inventory DO ALSO DELETE FROM inventory WHERE sku = 'widget'"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), stmt, "bolt")
+		switch {
+		case resolve && !errors.Is(err, sqlfence.ErrRefused):
+			t.Errorf("resolve: catalog: %v, want the driver's ErrRefused", err)
+		case !resolve && err != nil:
+			t.Errorf("without resolve: catalog: %v; the documented limit is that it passes", err)
+		case !resolve:
+			if got := protectedRows(t, raw); !strings.HasPrefix(got, "bolt 5 1 9 |") {
+				t.Errorf("rows: %s; want the rule's unfenced delete of widget (the documented limit)", got)
+			}
+		}
+	}
+}
