@@ -150,7 +150,7 @@ BEGIN
         why := format('the statement was fenced by the sqlfence driver, but not for %s: the write comes from a rule, or through a relation the driver did not fence as %s', rel, rel);
         hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, and drop the rule that writes it; with resolve: catalog the driver refuses statements that fire such rules. ', rel) || hint;
     ELSE
-        why := 'the statement was not fenced by the sqlfence driver (no epoch: sent with sqlfence.Unfenced, on a raw connection, in shadow mode, or a write the driver did not recognize as one to a protected table, through a rule, view or parent)';
+        why := 'the statement was not fenced by the sqlfence driver: it was sent with sqlfence.Unfenced, on a raw connection or in shadow mode, or the driver did not see it as a write to a protected table (a rule of another table, or a view, partition or parent the driver does not know)';
         hint := format('Write %s through the sqlfence driver under an epoch (sqlfence.WithEpoch), naming the table or, with resolve: catalog, its views and partitions. ', rel) || hint;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'SF001',
