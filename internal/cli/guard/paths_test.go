@@ -187,18 +187,18 @@ func TestGuardPaths(t *testing.T) {
 	// The driver's own fenced writes, every kind, both modes, a name that needs
 	// encoding in the marker: stale changes nothing, fresh writes and stamps.
 	for _, w := range []struct {
-		stmt, table string
-		fresh       int64
+		stmt  string
+		fresh int64
 	}{
-		{"UPDATE inventory SET quantity = 1 WHERE sku = 'bolt'", "inventory", 9},
-		{"DELETE FROM billing.invoices WHERE id = 1", "billing.invoices", 9},
-		{"INSERT INTO billing.invoices (id, total) VALUES (2, 20)", "billing.invoices", 9},
-		{`UPDATE "Odd */ Name" SET n = 1`, `"Odd */ Name"`, 9},
-		{"INSERT INTO inventory (sku, quantity) VALUES ('bolt', 2) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity + 1", "inventory", 10},
-		{"MERGE INTO inventory i USING (VALUES ('bolt')) v (sku) ON i.sku = v.sku WHEN MATCHED THEN UPDATE SET quantity = quantity + 1 WHEN NOT MATCHED THEN INSERT (sku, quantity) VALUES (v.sku, 1)", "inventory", 11},
+		{"UPDATE inventory SET quantity = 1 WHERE sku = 'bolt'", 9},
+		{"DELETE FROM billing.invoices WHERE id = 1", 9},
+		{"INSERT INTO billing.invoices (id, total) VALUES (2, 20)", 9},
+		{`UPDATE "Odd */ Name" SET n = 1`, 9},
+		{"INSERT INTO inventory (sku, quantity) VALUES ('bolt', 2) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity + 1", 10},
+		{"MERGE INTO inventory i USING (VALUES ('bolt')) v (sku) ON i.sku = v.sku WHEN MATCHED THEN UPDATE SET quantity = quantity + 1 WHEN NOT MATCHED THEN INSERT (sku, quantity) VALUES (v.sku, 1)", 11},
 	} {
-		// (An INSERT has no row to be fenced by: a stale epoch would stamp it.)
-		if before := protectedRows(t, raw); !strings.HasPrefix(w.stmt, "INSERT") {
+		// (A plain INSERT has no row to be fenced by: a stale epoch would stamp it.)
+		if before := protectedRows(t, raw); !strings.HasPrefix(w.stmt, "INSERT") || strings.Contains(w.stmt, "ON CONFLICT") {
 			if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 4), w.stmt); !errors.Is(err, sqlfence.ErrFenced) || protectedRows(t, raw) != before {
 				t.Errorf("%s, stale epoch: %v; rows %s", w.stmt, err, protectedRows(t, raw))
 			}
