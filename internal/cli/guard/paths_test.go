@@ -588,3 +588,28 @@ func TestGuardRuleResidual(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardEpochAfterTriggers: a BEFORE trigger that lowers the epoch of the row being
+// written, whatever its name, fails the UPDATE — a fenced one through the driver too:
+// the guard's check runs after every BEFORE trigger.
+func TestGuardEpochAfterTriggers(t *testing.T) {
+	t.Parallel()
+	db, raw := pathsFixture(t, pathsPolicy)
+	ctx := t.Context()
+	if _, err := raw.Exec(ctx, `CREATE FUNCTION lower_epoch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := 1; RETURN NEW; END $$;
+		CREATE TRIGGER zz_lower BEFORE UPDATE ON inventory FOR EACH ROW EXECUTE FUNCTION lower_epoch();
+		CREATE TRIGGER aa_lower BEFORE UPDATE ON billing.invoices FOR EACH ROW EXECUTE FUNCTION lower_epoch();`); err != nil {
+		t.Fatal(err)
+	}
+	before := protectedRows(t, raw)
+	for _, q := range []string{"UPDATE inventory SET quantity = 1 WHERE sku = 'bolt'", "UPDATE billing.invoices SET total = 1 WHERE id = 1"} {
+		_, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), q)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "SF002" || !strings.Contains(pe.Message, "would move writer_epoch backwards, from 5 to 1") {
+			t.Errorf("%s: %v, want the guard's SF002", q, err)
+		}
+	}
+	if after := protectedRows(t, raw); after != before {
+		t.Errorf("protected rows changed:\nbefore %s\nafter  %s", before, after)
+	}
+}

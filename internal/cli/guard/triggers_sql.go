@@ -163,7 +163,9 @@ BEGIN
 END
 $fn$;
 
--- Row trigger, fired only when an UPDATE lowers the epoch (see its WHEN clause).
+-- Row trigger, fired only when an UPDATE lowers the epoch (see its WHEN clause). It
+-- runs AFTER the update so that it sees the row as every BEFORE trigger left it,
+-- whatever their names (BEFORE triggers run in name order).
 CREATE OR REPLACE FUNCTION sqlfence.guard_epoch() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
@@ -219,7 +221,7 @@ BEGIN
             IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch') THEN
                 EXECUTE format('DROP TRIGGER sqlfence_guard_epoch ON %s', r.oid::regclass);
             END IF;
-            EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch BEFORE UPDATE ON %1$s FOR EACH ROW '
+            EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch AFTER UPDATE ON %1$s FOR EACH ROW '
                 'WHEN (NEW.%2$I < OLD.%2$I OR (NEW.%2$I IS NULL AND OLD.%2$I IS NOT NULL)) '
                 'EXECUTE FUNCTION sqlfence.guard_epoch(%3$L)', r.oid::regclass, p_epoch_column, p_epoch_column);
         END IF;
