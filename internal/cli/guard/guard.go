@@ -25,15 +25,16 @@ psql -f); with --apply --dsn it applies it in one transaction and prints what it
 guarded, then warns about foreign keys, triggers and rules that write protected
 tables from inside the database.
 
-What the guard does, on every protected table and its partitions and inheritance
-children (unqualified policy names: in every schema):
+What the guard does, on every protected table, its partitions and inheritance
+children and their parents (unqualified policy names: in every schema):
   * rejects INSERT, UPDATE, DELETE and TRUNCATE unless an operator override is
     active or the write is one a statement of the driver fenced: the session
     carries sqlfence.fenced=on (the driver sets it in its startup message) and
     the statement starts with the comment the driver puts before each statement
     it fences, naming this table; a write made by a trigger, a foreign-key action
     or a function inside such a statement is still rejected. No extra round trip;
-  * rejects an UPDATE that moves a row's epoch backwards, whoever sends it.
+  * rejects an UPDATE that moves a row's epoch backwards, whoever sends it, after
+    every BEFORE trigger has run.
 An operator override lasts one transaction, must give a reason, and every statement
 run under it is logged in sqlfence.override_log and the server log:
     BEGIN;
