@@ -14,6 +14,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sqlfence/sqlfence/internal/guardmark"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
@@ -127,6 +128,11 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
 			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}
 	}
+	if strings.Contains(sql, guardmark.Forged) {
+		return &decision{act: actRefuse, refusal: refuse(nil,
+			"the statement contains "+guardmark.Forged+", the marker that tells the database's guard (sqlfence guard) that sqlfence fenced the statement",
+			"remove it from the statement, comment or literal: sqlfence adds it to the statements it fences")}
+	}
 	scan, err := pg.Scan(sql)
 	if err != nil {
 		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
@@ -191,12 +197,27 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
 		return &decision{act: actPass}
 	}
-	out := r.apply()
+	out := guardMarker(r.tables) + r.apply()
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &decision{act: actRefuse, refusal: e}
 	}
 	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+}
+
+// guardMarker is the comment the fenced text starts with: it names the protected
+// relations the statement fences, so that the guard's statement trigger lets exactly
+// those writes of this statement through. A write to a view fires the trigger of the
+// table under it.
+func guardMarker(tables []*Table) string {
+	names := make([]string, 0, len(tables)+1)
+	for _, t := range tables {
+		names = append(names, t.Name)
+		if t.base != "" {
+			names = append(names, t.base)
+		}
+	}
+	return guardmark.Comment(names)
 }
 
 // parseRefusal is the refusal for a statement the parser rejects. The common cause

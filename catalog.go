@@ -81,7 +81,11 @@ func resolveCatalogWith(ctx context.Context, query pgcatalog.QueryFunc, p *Polic
 			}
 			if !seen[rel] && !(t.Schema == "" && rel.Name == t.Name) {
 				seen[rel] = true
-				extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, Line: t.Line})
+				nt := Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, Line: t.Line}
+				if r.IsView() {
+					nt.base = t.Name
+				}
+				extra = append(extra, nt)
 			}
 		}
 	}

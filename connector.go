@@ -17,8 +17,9 @@ import (
 // test fake) so that every connection it makes is fenced by p.
 //
 // With the database-side guard (sqlfence guard) installed, the inner connector's
-// sessions must carry the setting GuardSetting = on, as the registered driver's do;
-// with pgx, set it in the startup message, where it costs no round trip:
+// sessions must carry the setting GuardSetting = on, as the registered driver's do
+// (the guard also requires each write to come from a statement sqlfence fenced); with
+// pgx, set it in the startup message, where it costs no round trip:
 //
 //	cfg.RuntimeParams[sqlfence.GuardSetting] = "on"
 //	cfg.RuntimeParams["standard_conforming_strings"] = "on"

@@ -50,7 +50,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 		if _, err := db.ExecContext(epoch(7), write, "x"); err != nil {
 			t.Fatal(err)
 		}
-		wantCalls(t, r.statements(), rec{op: "exec", query: "UPDATE audit SET sku = $1, writer_epoch = $2::bigint WHERE audit.writer_epoch OPERATOR(pg_catalog.<) $2::bigint",
+		wantCalls(t, r.statements(), rec{op: "exec", query: "/*sqlfence fenced: audit*/ UPDATE audit SET sku = $1, writer_epoch = $2::bigint WHERE audit.writer_epoch OPERATOR(pg_catalog.<) $2::bigint",
 			args: []driver.NamedValue{nv(1, "x"), nv(2, int64(7))}})
 		if plan := p.Plan(write); len(plan.Tables) != 1 || plan.Fenced == "" {
 			t.Fatalf("Plan after the append: %+v", plan)

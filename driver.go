@@ -21,8 +21,10 @@ import (
 // DriverName is the name sqlfence registers with database/sql.
 const DriverName = "sqlfence"
 
-// GuardSetting is the session setting the registered driver sets on every connection,
-// which the trigger `sqlfence guard` installs checks for.
+// GuardSetting is the session setting the registered driver sets on every connection.
+// The triggers `sqlfence guard` installs let a write through only in a session that
+// carries it, from a statement that starts with the comment sqlfence puts before every
+// statement it fenced.
 const GuardSetting = "sqlfence.fenced"
 
 // PolicyParam is the DSN parameter that names the policy file; PolicyEnv the

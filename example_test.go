@@ -29,7 +29,7 @@ func ExamplePolicy_Plan() {
 	plan = policy.Plan(`TRUNCATE inventory`)
 	fmt.Println(errors.Is(plan.Err, sqlfence.ErrRefused))
 	// Output:
-	// UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint /* app=worker */ WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint
+	// /*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint /* app=worker */ WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint
 	// epoch parameter: 3
 	// read: ""
 	// true

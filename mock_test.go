@@ -225,7 +225,7 @@ func TestMockGoldenReachesDriver(t *testing.T) {
 func TestMockRewriteExact(t *testing.T) {
 	const (
 		in   = "/* app=worker */ UPDATE inventory\n  SET quantity = quantity - $2   -- take\n  WHERE sku = $1;"
-		sent = "/* app=worker */ UPDATE inventory\n  SET quantity = quantity - $2, writer_epoch = $3::bigint   -- take\n  WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint;"
+		sent = mark + "/* app=worker */ UPDATE inventory\n  SET quantity = quantity - $2, writer_epoch = $3::bigint   -- take\n  WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint;"
 	)
 	db, r := openFull(t)
 	if _, err := db.ExecContext(epoch(42), in, "a", 5); err != nil {
@@ -252,7 +252,7 @@ func TestMockRewriteExact(t *testing.T) {
 func TestMockPrepared(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
+		sent = mark + "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
 	)
 	db, r := openFull(t)
 	st, err := db.PrepareContext(epoch(1), in)
@@ -305,7 +305,7 @@ func TestMockPrepared(t *testing.T) {
 func TestMockTransaction(t *testing.T) {
 	const (
 		in   = "DELETE FROM inventory WHERE sku = $1"
-		sent = "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
+		sent = mark + "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
 	)
 	db, r := openFull(t)
 	tx, err := db.BeginTx(context.Background(), &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})
@@ -354,6 +354,9 @@ func TestMockTransaction(t *testing.T) {
 	wantCalls(t, r.ops("begin", "rollback"), rec{op: "begin"}, rec{op: "rollback"})
 }
 
+// mark is the guard's marker the driver puts before a fenced write of inventory.
+const mark = "/*sqlfence fenced: inventory*/ "
+
 // classifyReply scripts a fenced write that affected no rows: the write returns 0
 // rows, and the classification query (any other SELECT) finds stored epoch stored
 // (nil: no row matches).
@@ -378,7 +381,7 @@ func classifyReply(write string, stored any) func(op, query string, args []drive
 func TestMockZeroRows(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1 RETURNING sku"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint RETURNING sku"
+		sent = mark + "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint RETURNING sku"
 	)
 	for _, c := range []struct {
 		name   string
@@ -572,7 +575,7 @@ func (e *fakeServerError) Error() string { return "fake server error " + e.code 
 func TestMockClassificationBadConn(t *testing.T) {
 	const in = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
 	db, r := openFull(t)
-	base := classifyReply("UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint", int64(9))
+	base := classifyReply(mark+"UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint", int64(9))
 	r.reply = func(op, query string, args []driver.NamedValue) (any, error) {
 		if op == "query" && strings.HasPrefix(query, "SELECT ") {
 			return nil, driver.ErrBadConn
@@ -681,7 +684,7 @@ func TestMockTransparencyFull(t *testing.T) {
 		t.Fatalf("prepared fenced write with a driver-specific argument: %v", err)
 	}
 	st.Close()
-	const sent = "DELETE FROM inventory WHERE (note = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
+	const sent = mark + "DELETE FROM inventory WHERE (note = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
 	wantCalls(t, r.statements(),
 		rec{op: "exec", query: "SELECT $1", args: []driver.NamedValue{nv(1, arg)}},
 		rec{op: "exec", query: sent, args: []driver.NamedValue{nv(1, arg), nv(2, int64(7))}},
@@ -755,7 +758,7 @@ func TestMockTransparencyFull(t *testing.T) {
 func TestMockTransparencyBare(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
+		sent = mark + "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
 	)
 	db, r := openBare(t)
 	ctx := context.Background()
@@ -869,7 +872,7 @@ func columnTypes(cts []*sql.ColumnType) []string {
 func TestMockBareZeroRows(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = $2 WHERE sku = $1"
-		sent = "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
+		sent = mark + "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint"
 	)
 	db, r := openBare(t)
 	r.reply = func(op, query string, args []driver.NamedValue) (any, error) {
@@ -903,7 +906,7 @@ func TestMockOwnConnector(t *testing.T) {
 	if _, err := db.ExecContext(epoch(3), "INSERT INTO reports (body) VALUES ($1)", "x"); err != nil {
 		t.Fatal(err)
 	}
-	wantCalls(t, r.statements(), rec{op: "exec", query: "INSERT INTO reports (body, fence_epoch) VALUES ($1, $2::bigint)",
+	wantCalls(t, r.statements(), rec{op: "exec", query: "/*sqlfence fenced: reports*/ INSERT INTO reports (body, fence_epoch) VALUES ($1, $2::bigint)",
 		args: []driver.NamedValue{nv(1, "x"), nv(2, int64(3))}})
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -928,7 +931,7 @@ func TestMockOwnConnector(t *testing.T) {
 func TestMockInnerErrSkip(t *testing.T) {
 	const (
 		in   = "DELETE FROM inventory WHERE sku = $1"
-		sent = "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
+		sent = mark + "DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint"
 	)
 	db, r := openFull(t)
 	r.reply = func(op, query string, args []driver.NamedValue) (any, error) {
@@ -964,7 +967,7 @@ func TestMockInnerErrSkip(t *testing.T) {
 func TestMockClassifierKeepsLiterals(t *testing.T) {
 	const (
 		in   = "UPDATE inventory SET quantity = 1 WHERE note = 'sqlfence_epoch_marker'"
-		sent = "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'sqlfence_epoch_marker') AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint"
+		sent = mark + "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'sqlfence_epoch_marker') AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint"
 	)
 	db, r := openFull(t)
 	r.reply = classifyReply(sent, int64(9))

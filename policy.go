@@ -289,6 +289,10 @@ type Table struct {
 	// instead, when the view's fix does not fit.
 	unfenceable    string
 	unfenceableFix string
+	// base is, for a view found by resolve: catalog, the name of the protected
+	// table it writes through to: a write to the view fires that table's statement
+	// triggers, the guard's among them.
+	base string
 }
 
 const (

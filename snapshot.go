@@ -137,6 +137,9 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 			queue = append(queue, e.From.OID)
 			rel := QualifiedName{Schema: e.From.Schema, Name: e.From.Name}
 			nt := Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Line: t.Line}
+			if e.From.Kind == "v" {
+				nt.base = t.Name
+			}
 			name, col := sqlident.QuoteQualified(rel.Schema, rel.Name), sqlident.Quote(t.EpochColumn)
 			switch typ := cols[e.From.OID][t.EpochColumn]; {
 			case typ == "bigint":

@@ -168,15 +168,19 @@ func TestStartupParameters(t *testing.T) {
 		if _, err := ops.Exec(ctx, ship, "sku-2", 1); sqlState(err) != "SF001" {
 			t.Errorf("plain write as %s through PgBouncer: %v; want the guard's SF001", f.ops, err)
 		}
-		// ...but any client logging in as the application role passes the
-		// guard without the driver: keep that role for the driver alone.
+		// ...and so is a plain write as the application role: the role setting
+		// stands in for the session marker, but each statement must still carry the
+		// driver's marker. Only a client that forges it passes (the documented limit).
 		raw, err := pgx.Connect(ctx, b.dsn(f.app, f.db, "default_query_exec_mode=exec"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer raw.Close(context.Background())
-		if _, err := raw.Exec(ctx, ship, "sku-3", 1); err != nil {
-			t.Errorf("plain write as the application role: %v; the role setting admits it (the documented caveat)", err)
+		if _, err := raw.Exec(ctx, ship, "sku-3", 1); sqlState(err) != "SF001" {
+			t.Errorf("plain write as the application role: %v; want the guard's SF001", err)
+		}
+		if _, err := raw.Exec(ctx, "/*sqlfence fenced: inventory*/ "+ship, "sku-3", 1); err != nil {
+			t.Errorf("a write as the application role that forges the driver's marker: %v; the guard cannot tell it (the documented limit)", err)
 		}
 	})
 }

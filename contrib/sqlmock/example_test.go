@@ -41,6 +41,6 @@ func Example() {
 	// epoch 7: <nil>
 	// epoch 6 fenced: true
 	// expectations met: true
-	// sent: UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint
+	// sent: /*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = quantity - $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint
 	// epoch: $3
 }

@@ -171,7 +171,7 @@ func TestNewConnector(t *testing.T) {
 	}
 	db := sql.OpenDB(sqlfence.NewConnector(c, policy))
 	defer db.Close()
-	mock.ExpectExec(`DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint`).
+	mock.ExpectExec(`/*sqlfence fenced: inventory*/ DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint`).
 		WithArgs("widget", int64(4)).WillReturnResult(sqlmock.NewResult(0, 1))
 	if _, err := db.ExecContext(sqlfence.WithEpoch(context.Background(), 4), `DELETE FROM inventory WHERE sku = $1`, "widget"); err != nil {
 		t.Fatal(err)

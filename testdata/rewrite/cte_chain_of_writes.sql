@@ -3,7 +3,7 @@ WITH a AS (SELECT sku FROM staging WHERE NOT gone),
      c AS (INSERT INTO audit (sku) SELECT sku FROM b RETURNING sku)
 SELECT count(*) FROM c
 ---- sent ----
-WITH a AS (SELECT sku FROM staging WHERE NOT gone),
+/*sqlfence fenced: inventory*/ WITH a AS (SELECT sku FROM staging WHERE NOT gone),
      b AS (DELETE FROM inventory WHERE (sku IN (SELECT sku FROM a)) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint RETURNING sku),
      c AS (INSERT INTO audit (sku) SELECT sku FROM b RETURNING sku)
 SELECT count(*) FROM c

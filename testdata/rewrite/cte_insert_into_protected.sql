@@ -1,3 +1,3 @@
 WITH src AS (SELECT sku, q FROM staging) INSERT INTO inventory (sku, quantity) SELECT sku, q FROM src
 ---- sent ----
-WITH src AS (SELECT sku, q FROM staging) INSERT INTO inventory (sku, quantity, writer_epoch) SELECT sku, q, $1::bigint FROM src
+/*sqlfence fenced: inventory*/ WITH src AS (SELECT sku, q FROM staging) INSERT INTO inventory (sku, quantity, writer_epoch) SELECT sku, q, $1::bigint FROM src

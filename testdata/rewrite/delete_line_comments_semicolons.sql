@@ -6,7 +6,7 @@ WHERE -- w
 sku = $1 -- v
 ;;
 ---- sent ----
--- leading
+/*sqlfence fenced: inventory*/ -- leading
 DELETE -- x
 FROM -- y
 inventory -- z

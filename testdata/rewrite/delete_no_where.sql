@@ -1,3 +1,3 @@
 DELETE FROM inventory
 ---- sent ----
-DELETE FROM inventory WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint
+/*sqlfence fenced: inventory*/ DELETE FROM inventory WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint

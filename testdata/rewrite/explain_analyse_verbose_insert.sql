@@ -1,3 +1,3 @@
 EXPLAIN ANALYSE VERBOSE INSERT INTO reports (body) VALUES ($1)
 ---- sent ----
-EXPLAIN ANALYSE VERBOSE INSERT INTO reports (body, fence_epoch) VALUES ($1, $2::bigint)
+/*sqlfence fenced: reports*/ EXPLAIN ANALYSE VERBOSE INSERT INTO reports (body, fence_epoch) VALUES ($1, $2::bigint)

@@ -1,3 +1,3 @@
 EXPLAIN (ANALYZE, BUFFERS) UPDATE inventory SET quantity = 1 WHERE sku = $1
 ---- sent ----
-EXPLAIN (ANALYZE, BUFFERS) UPDATE inventory SET quantity = 1, writer_epoch = $2::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint
+/*sqlfence fenced: inventory*/ EXPLAIN (ANALYZE, BUFFERS) UPDATE inventory SET quantity = 1, writer_epoch = $2::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint

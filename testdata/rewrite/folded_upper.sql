@@ -1,3 +1,3 @@
 UPDATE INVENTORY SET quantity = 1
 ---- sent ----
-UPDATE INVENTORY SET quantity = 1, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint
+/*sqlfence fenced: inventory*/ UPDATE INVENTORY SET quantity = 1, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint

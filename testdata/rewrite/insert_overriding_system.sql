@@ -1,3 +1,3 @@
 INSERT INTO reports (id, body) OVERRIDING SYSTEM VALUE VALUES (50, $1)
 ---- sent ----
-INSERT INTO reports (id, body, fence_epoch) OVERRIDING SYSTEM VALUE VALUES (50, $1, $2::bigint)
+/*sqlfence fenced: reports*/ INSERT INTO reports (id, body, fence_epoch) OVERRIDING SYSTEM VALUE VALUES (50, $1, $2::bigint)

@@ -1,3 +1,3 @@
 INSERT INTO reports (id, body) OVERRIDING USER VALUE SELECT 1, 'x'
 ---- sent ----
-INSERT INTO reports (id, body, fence_epoch) OVERRIDING USER VALUE SELECT 1, 'x', $1::bigint
+/*sqlfence fenced: reports*/ INSERT INTO reports (id, body, fence_epoch) OVERRIDING USER VALUE SELECT 1, 'x', $1::bigint

@@ -1,3 +1,3 @@
 INSERT INTO inventory (sku, quantity) SELECT * FROM staging
 ---- sent ----
-INSERT INTO inventory (sku, quantity, writer_epoch) SELECT *, $1::bigint FROM staging
+/*sqlfence fenced: inventory*/ INSERT INTO inventory (sku, quantity, writer_epoch) SELECT *, $1::bigint FROM staging

@@ -1,3 +1,3 @@
 INSERT INTO inventory (sku, quantity) VALUES ($1, $2) ON CONFLICT DO NOTHING
 ---- sent ----
-INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ($1, $2, $3::bigint) ON CONFLICT DO NOTHING
+/*sqlfence fenced: inventory*/ INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ($1, $2, $3::bigint) ON CONFLICT DO NOTHING

@@ -5,7 +5,7 @@ WHEN MATCHED THEN UPDATE SET quantity = s.q, note = s.n
 WHEN NOT MATCHED AND s.q > 100 THEN DO NOTHING
 WHEN NOT MATCHED THEN INSERT (sku, quantity) VALUES (s.sku, s.q)
 ---- sent ----
-MERGE INTO inventory AS t USING staging AS s ON t.sku = s.sku
+/*sqlfence fenced: inventory*/ MERGE INTO inventory AS t USING staging AS s ON t.sku = s.sku
 WHEN MATCHED AND (s.gone) AND t.writer_epoch OPERATOR(pg_catalog.<) $1::bigint THEN DELETE
 WHEN MATCHED AND (s.q = 0) AND t.writer_epoch OPERATOR(pg_catalog.<) $1::bigint THEN DO NOTHING
 WHEN MATCHED AND t.writer_epoch OPERATOR(pg_catalog.<) $1::bigint THEN UPDATE SET quantity = s.q, note = s.n, writer_epoch = $1::bigint

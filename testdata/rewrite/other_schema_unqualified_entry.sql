@@ -1,3 +1,3 @@
 UPDATE other.inventory SET quantity = 2 WHERE sku = $1
 ---- sent ----
-UPDATE other.inventory SET quantity = 2, writer_epoch = $2::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint
+/*sqlfence fenced: inventory*/ UPDATE other.inventory SET quantity = 2, writer_epoch = $2::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $2::bigint

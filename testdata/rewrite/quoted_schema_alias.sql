@@ -1,3 +1,3 @@
 UPDATE "billing"."invoices" AS "Inv" SET total = 1 WHERE "Inv".id = $1
 ---- sent ----
-UPDATE "billing"."invoices" AS "Inv" SET total = 1, writer_epoch = $2::bigint WHERE ("Inv".id = $1) AND "Inv".writer_epoch OPERATOR(pg_catalog.<=) $2::bigint
+/*sqlfence fenced: invoices*/ UPDATE "billing"."invoices" AS "Inv" SET total = 1, writer_epoch = $2::bigint WHERE ("Inv".id = $1) AND "Inv".writer_epoch OPERATOR(pg_catalog.<=) $2::bigint

@@ -1,3 +1,3 @@
 UPDATE U&"\0069nventory" SET quantity = 1
 ---- sent ----
-UPDATE U&"\0069nventory" SET quantity = 1, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint
+/*sqlfence fenced: inventory*/ UPDATE U&"\0069nventory" SET quantity = 1, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint

@@ -1,3 +1,3 @@
 UPDATE inventory SET quantity = 0
 ---- sent ----
-UPDATE inventory SET quantity = 0, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint
+/*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = 0, writer_epoch = $1::bigint WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint

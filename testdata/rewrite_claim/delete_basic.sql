@@ -1,8 +1,8 @@
 DELETE FROM inventory WHERE sku = $1
 
 ---- sent ----
-DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) (SELECT $2::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $3 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $2::bigint FOR KEY SHARE)
+/*sqlfence fenced: inventory*/ DELETE FROM inventory WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) (SELECT $2::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $3 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $2::bigint FOR KEY SHARE)
 
 ---- sent, stale: claim ----
-DELETE FROM inventory WHERE (sku = $1) AND (SELECT $2::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $3 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $2::bigint FOR KEY SHARE) IS NOT NULL
+/*sqlfence fenced: inventory*/ DELETE FROM inventory WHERE (sku = $1) AND (SELECT $2::bigint FROM jobs sqlfence_claim WHERE sqlfence_claim.id OPERATOR(pg_catalog.=) $3 AND sqlfence_claim.lease_epoch OPERATOR(pg_catalog.=) $2::bigint FOR KEY SHARE) IS NOT NULL
 

@@ -88,14 +88,20 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return cmdutil.Fail(stderr, "check", err)
 	}
 	res := &result{Findings: []finding{}, Suppressed: []finding{}, Errors: []fileError{}}
-	for _, p := range sqlFiles {
-		src, err := os.ReadFile(p)
-		if err != nil {
+	srcs := make([][]byte, len(sqlFiles))
+	for i, p := range sqlFiles {
+		if srcs[i], err = os.ReadFile(p); err != nil {
 			res.Errors = append(res.Errors, fileError{File: p, Message: err.Error()})
+		}
+	}
+	filePolicy := sqlFilePolicy(pol)
+	writers := collectWriters(filePolicy, srcs)
+	for i, p := range sqlFiles {
+		if srcs[i] == nil {
 			continue
 		}
 		res.Files++
-		checkSQLFile(p, src, sqlFilePolicy(pol), res)
+		checkSQLFile(p, srcs[i], filePolicy, writers, res)
 	}
 	checkGoFiles(goFiles, pol, res)
 	sortFindings(res.Findings)

@@ -334,3 +334,42 @@ func TestParseIgnore(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCascadesAndTriggers: what writes a protected table from inside the
+// database is a finding where the .sql files show it: a foreign key that cascades into
+// a protected table, a trigger on another table whose function (created in another
+// file) writes one, a rule on another table that writes one.
+func TestCheckCascadesAndTriggers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clitest.WriteFile(t, dir, "001_functions.sql", `CREATE FUNCTION restock() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN UPDATE inventory SET quantity = 100; RETURN NEW; END $$;
+CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.at := now(); RETURN NEW; END $$;
+`)
+	clitest.WriteFile(t, dir, "002_wiring.sql", `CREATE TABLE warehouse (id int PRIMARY KEY);
+ALTER TABLE inventory ADD COLUMN wh int REFERENCES warehouse ON DELETE CASCADE;
+ALTER TABLE inventory ADD CONSTRAINT inv_wh FOREIGN KEY (wh) REFERENCES warehouse ON UPDATE SET NULL;
+ALTER TABLE inventory ADD CONSTRAINT inv_wh2 FOREIGN KEY (wh) REFERENCES warehouse ON DELETE RESTRICT;
+CREATE TRIGGER notes_restock AFTER INSERT OR DELETE ON notes FOR EACH ROW EXECUTE FUNCTION restock();
+CREATE TRIGGER notes_touch BEFORE UPDATE ON notes FOR EACH ROW EXECUTE FUNCTION touch();
+CREATE RULE notes_purge AS ON DELETE TO notes DO ALSO DELETE FROM inventory;
+`)
+	res, _, errOut := checkJSON(t, dir)
+	got := where(res.Findings)
+	want := []string{
+		"001_functions.sql:1:1 unfenceable", // the function that writes inventory
+		"002_wiring.sql:2:1 unfenceable",    // ON DELETE CASCADE into inventory
+		"002_wiring.sql:3:1 unfenceable",    // ON UPDATE SET NULL
+		"002_wiring.sql:5:1 unfenceable",    // the trigger that runs it on notes
+		"002_wiring.sql:7:1 unfenced-write", // the rule
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s\nstderr: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), errOut)
+	}
+	for _, f := range res.Findings {
+		if strings.Contains(f.Statement, "notes_restock") {
+			clitest.WantContains(t, "trigger finding", f.Message, "the trigger notes_restock on notes runs restock(), which writes the protected table inventory",
+				"every INSERT, DELETE of notes", "Fix: write inventory with statements of its own under an epoch")
+		}
+	}
+}

@@ -29,7 +29,7 @@ func isComment(t pg.Token) bool { return t == pg.Token_SQL_COMMENT || t == pg.To
 
 // checkSQLFile lints one SQL file, which runs outside the driver: every write to a
 // protected table in it must be fenced by hand.
-func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, res *result) {
+func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerFuncs, res *result) {
 	ln := newLines(src)
 	fileErr := func(off int, msg string) {
 		e := fileError{File: path, Message: msg}
@@ -126,6 +126,9 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, res *result) {
 		res.Statements++
 		start, stop := code[lo].start, code[hi-1].end
 		f, bad := lintStatement(pol, raw.Stmt, text[loc:end])
+		if !bad {
+			f, bad = writers.triggerFinding(raw.Stmt)
+		}
 		if !bad {
 			continue
 		}

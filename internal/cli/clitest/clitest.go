@@ -22,7 +22,7 @@ type Command func(args []string, stdout, stderr io.Writer) int
 
 // Run runs a subcommand with args (without its name) as the program would, and
 // returns its output and exit code.
-func Run(t *testing.T, cmd Command, args ...string) (stdout, stderr string, code int) {
+func Run(t testing.TB, cmd Command, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = cmd(args, &out, &errb)
@@ -82,7 +82,7 @@ func SilentServer(t *testing.T) string {
 
 // WriteFile writes content to dir/name, creating directories as needed, and
 // returns its path.
-func WriteFile(t *testing.T, dir, name, content string) string {
+func WriteFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -96,7 +96,7 @@ func WriteFile(t *testing.T, dir, name, content string) string {
 
 // PGConnect opens a plain pgx connection with extra startup parameters, closed when
 // the test ends.
-func PGConnect(t *testing.T, dsn string, params map[string]string) *pgx.Conn {
+func PGConnect(t testing.TB, dsn string, params map[string]string) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {

@@ -63,7 +63,7 @@ func TestDemo(t *testing.T) {
 	if got := plain.Steps[3].Result; got != "refused: epoch 1 holds it" {
 		t.Errorf("B's claim while A's lease is live: %q", got)
 	}
-	if rep.FencedStatement != "UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint" {
+	if rep.FencedStatement != "/*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = $2, writer_epoch = $3::bigint WHERE (sku = $1) AND inventory.writer_epoch OPERATOR(pg_catalog.<) $3::bigint" {
 		t.Errorf("fenced statement %q", rep.FencedStatement)
 	}
 	// The demo cleans up after itself in a database it was given.

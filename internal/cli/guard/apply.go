@@ -78,9 +78,11 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 			fmt.Fprintf(stdout, "  %-36s %s\n", name, rel)
 		}
 	}
-	fmt.Fprintf(stdout, `%s on these tables now fail unless the session
-came through the sqlfence driver, or ran SELECT sqlfence.override('<reason>') in its
-transaction (logged in sqlfence.override_log). An UPDATE that lowers an epoch fails.
+	fmt.Fprintf(stdout, `%s on these tables now fail unless a statement
+of the sqlfence driver fenced them, or the session ran SELECT sqlfence.override('<reason>')
+in its transaction (logged in sqlfence.override_log). Writes made by triggers, foreign-key
+actions, rules and functions fail, in the driver's sessions too. An UPDATE that lowers an
+epoch fails.
 Remove the guard with: sqlfence guard --drop --apply --dsn ...
 `, ops)
 	g.warnCatalog(ctx, conn, stdout)
@@ -88,10 +90,10 @@ Remove the guard with: sqlfence guard --drop --apply --dsn ...
 }
 
 // warnCatalog reports what in the catalog writes protected tables from inside the
-// database, where no epoch reaches and the guard lets a driver session through:
-// foreign keys that cascade into them, triggers and rules whose code writes them,
-// triggers and rules on them that can change or redirect their rows. The driver
-// refuses the writes that fire them under resolve: catalog.
+// database, where no epoch reaches: foreign keys that cascade into them, triggers and
+// rules whose code writes them, triggers and rules on them that can change or redirect
+// their rows. The guard rejects their writes to protected tables (the statements that
+// fire them fail); the driver refuses those statements under resolve: catalog.
 func (g guardScript) warnCatalog(ctx context.Context, conn *pgx.Conn, stdout io.Writer) {
 	findings, err := g.policy.CheckCatalog(ctx, cmdutil.QueryFunc(conn))
 	if err != nil {
@@ -101,8 +103,10 @@ func (g guardScript) warnCatalog(ctx context.Context, conn *pgx.Conn, stdout io.
 	if len(findings) == 0 {
 		return
 	}
-	fmt.Fprintf(stdout, "\nwarning: %d %s in the database %s protected tables where no epoch reaches. The driver refuses the\n"+
-		"writes that fire them with `resolve: catalog` in the policy; without it, they run unfenced:\n",
+	fmt.Fprintf(stdout, "\nwarning: %d %s in the database %s protected tables where no epoch reaches, or change their rows.\n"+
+		"The guard rejects their writes to protected tables, so the statements that fire them fail (a BEFORE trigger's\n"+
+		"change to the row being written is not such a write); with `resolve: catalog` the driver refuses those\n"+
+		"statements before sending them:\n",
 		len(findings), cmdutil.Plural(len(findings), "object", "objects"), cmdutil.Plural(len(findings), "writes", "write"))
 	for _, f := range findings {
 		fmt.Fprintf(stdout, "  warning: %s %s on %s: %s\n", f.Kind, sqlident.Quote(f.Name), f.Relation, f.Message)

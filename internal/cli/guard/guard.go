@@ -17,26 +17,33 @@ const usage = `Usage: sqlfence guard --policy sqlfence.yaml [--apply --dsn DSN] 
        sqlfence guard --drop [--apply --dsn DSN] [--keep-log]
 
 Generates trigger DDL that makes PostgreSQL itself reject writes to the protected
-tables that did not come through the sqlfence driver — psql, migrations, maintenance
-scripts, another service — so the fence holds beyond the driver. Without --apply it
-prints the SQL (review it, or run it with psql -f); with --apply --dsn it applies it
-in one transaction and prints what it guarded.
+tables that the sqlfence driver did not fence — from psql, migrations, maintenance
+scripts, another service, and, inside the driver's own sessions, from triggers,
+foreign-key actions, rules, functions and DO blocks — so the fence holds beyond
+what the driver sees. Without --apply it prints the SQL (review it, or run it with
+psql -f); with --apply --dsn it applies it in one transaction and prints what it
+guarded, then warns about foreign keys, triggers and rules that write protected
+tables from inside the database.
 
-What the guard does, on every protected table and its partitions and inheritance
-children (unqualified policy names: in every schema):
-  * rejects INSERT, UPDATE, DELETE and TRUNCATE unless the session came through the
-    sqlfence driver, which sets sqlfence.fenced=on in its connection's startup
-    message (no extra round trip), or an operator override is active;
-  * rejects an UPDATE that moves a row's epoch backwards, whoever sends it.
+What the guard does, on every protected table, its partitions and inheritance
+children and their parents (unqualified policy names: in every schema):
+  * rejects INSERT, UPDATE, DELETE and TRUNCATE unless an operator override is
+    active or the write is one a statement of the driver fenced: the session
+    carries sqlfence.fenced=on (the driver sets it in its startup message) and
+    the statement starts with the comment the driver puts before each statement
+    it fences, naming this table; a write made by a trigger, a foreign-key action
+    or a function inside such a statement is still rejected. No extra round trip;
+  * rejects an UPDATE that moves a row's epoch backwards, whoever sends it, after
+    every BEFORE trigger has run.
 An operator override lasts one transaction, must give a reason, and every statement
 run under it is logged in sqlfence.override_log and the server log:
     BEGIN;
     SELECT sqlfence.override('restore inventory after INC-1234');
     UPDATE inventory SET quantity = 12 WHERE sku = 'widget';
     COMMIT;
-The guard stops mistakes, not attackers: a session can SET sqlfence.fenced = on
-itself. It needs PostgreSQL 13 or later. Re-run it after adding partitions or
-tables; it is idempotent.
+The guard stops mistakes and forgotten paths, not attackers: a session that sets
+sqlfence.fenced = on and copies the driver's comment passes. It needs PostgreSQL 13
+or later. Re-run it after adding partitions or tables; it is idempotent.
 
 Exit status: 0 success, 2 usage, policy or database error.
 

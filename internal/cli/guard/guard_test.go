@@ -120,13 +120,14 @@ func TestGuard(t *testing.T) {
 		t.Errorf("after the fenced write: quantity %d epoch %d (%v), want 9 and 6", qty, epoch, err)
 	}
 
-	// No UPDATE may move an epoch backwards, not even one that claims to be fenced.
+	// No UPDATE may move an epoch backwards, not even one that carries the driver's
+	// markers (forged here: the session setting and the comment).
 	fenced := clitest.PGConnect(t, dsn, map[string]string{sqlfence.GuardSetting: "on"})
-	if _, err := fenced.Exec(ctx, "UPDATE inventory SET writer_epoch = 1 WHERE sku = 'widget'"); pgCode(err) != "SF002" ||
+	if _, err := fenced.Exec(ctx, "/*sqlfence fenced: inventory*/ UPDATE inventory SET writer_epoch = 1 WHERE sku = 'widget'"); pgCode(err) != "SF002" ||
 		!strings.Contains(err.Error(), "would move writer_epoch backwards, from 6 to 1") {
 		t.Errorf("epoch moved backwards: %v", err)
 	}
-	if _, err := fenced.Exec(ctx, "UPDATE inventory SET writer_epoch = 7 WHERE sku = 'widget'"); err != nil {
+	if _, err := fenced.Exec(ctx, "/*sqlfence fenced: inventory*/ UPDATE inventory SET writer_epoch = 7 WHERE sku = 'widget'"); err != nil {
 		t.Errorf("epoch moved forwards: %v", err)
 	}
 

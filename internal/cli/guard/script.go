@@ -33,16 +33,18 @@ func (g guardScript) installSQL() string {
 	var b strings.Builder
 	b.WriteString(g.header("reject writes to protected tables that bypass the sqlfence driver"))
 	b.WriteString(`--
--- Writes to the tables below fail unless the session came through the sqlfence
--- driver (it sets sqlfence.fenced = on in its startup message) or an operator
--- override is active in the transaction:
+-- Writes to the tables below fail unless a statement of the sqlfence driver fenced
+-- them (the session carries sqlfence.fenced = on, set in the driver's startup
+-- message, and the statement starts with the driver's /*sqlfence fenced: ...*/
+-- comment naming the table; writes by triggers, foreign-key actions, rules and
+-- functions do not count) or an operator override is active in the transaction:
 --     BEGIN;
 --     SELECT sqlfence.override('restore inventory after INC-1234');
 --     ... the repair ...
 --     COMMIT;
 -- Every statement run under an override is logged in sqlfence.override_log and the
 -- server log. An UPDATE that moves a row's epoch backwards fails whoever sends it.
--- The guard stops mistakes, not attackers: a session can SET sqlfence.fenced = on.
+-- The guard stops mistakes, not attackers: a session can forge both markers.
 -- Needs PostgreSQL 13 or later. Idempotent. Remove it with: sqlfence guard --drop
 BEGIN;
 `)

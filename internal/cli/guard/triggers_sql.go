@@ -1,9 +1,12 @@
 package guard
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/sqlfence/sqlfence/internal/guardmark"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // guardSetupSQL creates the guard's schema, log table and functions. It is
@@ -12,10 +15,19 @@ import (
 // audit's catalog.go, in PL/pgSQL, so that the printed script runs with psql alone.
 // guardSetupSQL installs the guard; install_guard finds the relations to guard with
 // pgcatalog.RelationsSQL, the query resolve: catalog and audit use.
-var guardSetupSQL = strings.Replace(guardSetupTemplate, "{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"), 1)
+var guardSetupSQL = strings.NewReplacer(
+	"{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"),
+	"{{mark}}", guardmark.NameSQL("rel.name"),
+	"{{parentmark}}", guardmark.NameSQL("c.relname"),
+	"{{prefix}}", sqlident.Literal(guardmark.Prefix),
+	"{{prefixlen}}", strconv.Itoa(len(guardmark.Prefix)),
+).Replace(guardSetupTemplate)
 
 const guardSetupTemplate = `
 CREATE SCHEMA IF NOT EXISTS sqlfence;
+-- Every role's writes run the guard's trigger, which calls into this schema (and
+-- operators call sqlfence.override); the log table stays closed.
+GRANT USAGE ON SCHEMA sqlfence TO PUBLIC;
 
 -- One row per statement that ran under an operator override, per table.
 CREATE TABLE IF NOT EXISTS sqlfence.override_log (
@@ -66,39 +78,94 @@ BEGIN
 END
 $fn$;
 
--- Statement trigger: the write must come through the driver or run under an override.
+-- Statement trigger: the write must be one a statement of the driver fenced, or run
+-- under an override. TG_ARGV[0] is the relation's name as the driver's marker writes
+-- it. The driver's fenced statements start with the marker, naming what they fenced;
+-- a write made by a trigger or a foreign-key action runs at trigger depth 2 or more,
+-- one made by a function, procedure or DO block has their frames in PG_CONTEXT, and a
+-- rule's write is to a relation the marker does not name.
+--
+-- It runs before every write of the driver, so it is cheap: no SECURITY DEFINER, no
+-- SET clause (changing search_path on each call costs more than the checks), every
+-- name schema-qualified so that the session's search_path cannot change what it
+-- calls. Everything else is in sqlfence.guard_reject.
 CREATE OR REPLACE FUNCTION sqlfence.guard() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+LANGUAGE plpgsql AS $fn$
 DECLARE
-    rel text := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME);
-    reason text;
-    detail text;
+    ctx pg_catalog.text;
 BEGIN
-    IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
-        reason := sqlfence.active_override();
-        IF reason IS NOT NULL THEN
-            INSERT INTO sqlfence.override_log (relation, operation, reason) VALUES (rel, TG_OP, reason);
-            RAISE LOG 'sqlfence guard override: % on % by % (transaction %): %',
-                TG_OP, rel, session_user, pg_current_xact_id(), reason;
-            RAISE NOTICE 'sqlfence guard: % on % allowed by the override, and logged: %', TG_OP, rel, reason;
-            RETURN NULL;
-        END IF;
-    END IF;
-    IF current_setting('sqlfence.fenced', true) = 'on' THEN
+    -- One expression: plpgsql prepares each expression once per transaction, and
+    -- with autocommit that is once per statement.
+    GET DIAGNOSTICS ctx = PG_CONTEXT;
+    IF pg_catalog.starts_with(pg_catalog.current_query(), {{prefix}})
+       AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
+       AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
+       AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
+       AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
+           pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' ')) THEN
         RETURN NULL;
     END IF;
-    detail := format('%s is protected by fencing tokens: a write that does not go through the sqlfence driver carries no epoch and can overwrite rows a newer claim wrote.', rel);
-    IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
-        detail := detail || ' sqlfence.override is set, but not by sqlfence.override() in this transaction.';
-    END IF;
-    RAISE EXCEPTION USING ERRCODE = 'SF001',
-        MESSAGE = format('sqlfence guard: %s on %s rejected: the session did not come through the sqlfence driver', TG_OP, rel),
-        DETAIL = detail,
-        HINT = 'Write through the sqlfence driver under an epoch. For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
+    PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.>) 0);
+    RETURN NULL;
 END
 $fn$;
 
--- Row trigger, fired only when an UPDATE lowers the epoch (see its WHEN clause).
+-- guard_reject lets a write the statement trigger did not recognize through under an
+-- active override, and logs it; otherwise it fails, saying why. nested: the write was
+-- made inside a function, procedure or DO block.
+CREATE OR REPLACE FUNCTION sqlfence.guard_reject(op text, tschema name, tname name, nested boolean) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    q text := current_query();
+    rel text := format('%I.%I', tschema, tname);
+    reason text;
+    why text;
+    hint text := 'For an operator repair, run SELECT sqlfence.override(''<why>''); first, in the same transaction; it is logged in sqlfence.override_log.';
+    driver boolean := coalesce(current_setting('sqlfence.fenced', true) = 'on', false);
+BEGIN
+    IF pg_trigger_depth() < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF003', MESSAGE = 'sqlfence.guard_reject is for the guard''s trigger only';
+    END IF;
+    IF coalesce(current_setting('sqlfence.override', true), '') <> '' THEN
+        reason := sqlfence.active_override();
+        IF reason IS NOT NULL THEN
+            INSERT INTO sqlfence.override_log (relation, operation, reason) VALUES (rel, op, reason);
+            RAISE LOG 'sqlfence guard override: % on % by % (transaction %): %',
+                op, rel, session_user, pg_current_xact_id(), reason;
+            RAISE NOTICE 'sqlfence guard: % on % allowed by the override, and logged: %', op, rel, reason;
+            RETURN;
+        END IF;
+    END IF;
+    IF NOT driver THEN
+        why := 'the session did not come through the sqlfence driver';
+        hint := 'Write through the sqlfence driver under an epoch. ' || hint;
+    ELSIF pg_trigger_depth() > 1 THEN
+        why := format('the write was made by a trigger or a foreign-key action (trigger depth %s), where no epoch reaches', pg_trigger_depth() - 1);
+        hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch: make a foreign key into it NO ACTION or RESTRICT and write the rows it would cascade to explicitly; do not write it from a trigger. ', rel) || hint;
+    ELSIF nested THEN
+        why := 'the write was made inside a function, procedure or DO block, where no epoch reaches';
+        hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, not from a function, procedure or DO block. ', rel) || hint;
+    ELSIF starts_with(q, {{prefix}}) THEN
+        why := format('the statement was fenced by the sqlfence driver, but not for %s: the write comes from a rule, or through a relation the driver did not fence as %s', rel, rel);
+        hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch, and drop the rule that writes it; with resolve: catalog the driver refuses statements that fire such rules. ', rel) || hint;
+    ELSE
+        why := 'the statement was not fenced by the sqlfence driver: it was sent with sqlfence.Unfenced, on a raw connection or in shadow mode, or the driver did not see it as a write to a protected table (a rule of another table, or a view, partition or parent the driver does not know)';
+        hint := format('Write %s through the sqlfence driver under an epoch (sqlfence.WithEpoch), naming the table or, with resolve: catalog, its views and partitions. ', rel) || hint;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'SF001',
+        MESSAGE = format('sqlfence guard: %s on %s rejected: %s', op, rel, why),
+        DETAIL = format('%s is protected by fencing tokens: a write that sqlfence did not fence carries no epoch and can overwrite rows a newer claim wrote.', rel)
+            || CASE WHEN coalesce(current_setting('sqlfence.override', true), '') <> ''
+                    THEN ' sqlfence.override is set, but not by sqlfence.override() in this transaction.' ELSE '' END
+            || CASE WHEN driver THEN format(' The statement: %s', left(q, 300)) ELSE '' END,
+        HINT = hint;
+END
+$fn$;
+
+-- Row trigger, fired only when an UPDATE lowers the epoch (see its WHEN clause). It
+-- runs AFTER the update so that it sees the row as every BEFORE trigger left it,
+-- whatever their names (BEFORE triggers run in name order).
 CREATE OR REPLACE FUNCTION sqlfence.guard_epoch() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
@@ -115,7 +182,8 @@ END
 $fn$;
 
 -- install_guard puts both triggers on a protected table (every schema's, when schema
--- is NULL) and on its partitions and inheritance children, and returns what it guarded.
+-- is NULL) and on its partitions and inheritance children, the statement trigger on
+-- their parents, and returns what it guarded.
 CREATE OR REPLACE FUNCTION sqlfence.install_guard(p_schema text, p_name text, p_epoch_column text, p_guard_insert boolean)
 RETURNS TABLE (relation text, kind text)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
@@ -123,9 +191,10 @@ DECLARE
     r record;
     events text;
     n int := 0;
+    guarded oid[] := '{}';
 BEGIN
     FOR r IN
-        SELECT rel.oid::oid AS oid, rel.depth, rel.relkind, nullif(rel.epoch_type, '') AS epoch_type
+        SELECT rel.oid::oid AS oid, rel.depth, rel.relkind, nullif(rel.epoch_type, '') AS epoch_type, {{mark}} AS mark
         FROM ({{relations}}) rel (oid, schema, name, relkind, depth, epoch_type, epoch_not_null)
         WHERE rel.relkind <> 'v'
         ORDER BY rel.depth, rel.oid
@@ -145,14 +214,14 @@ BEGIN
         IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
             EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
         END IF;
-        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard()',
-            events, r.oid::regclass);
+        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
+            events, r.oid::regclass, r.mark);
         -- A partition already has the row trigger when it was cloned from its parent's.
         IF NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch' AND g.tgparentid <> 0) THEN
             IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch') THEN
                 EXECUTE format('DROP TRIGGER sqlfence_guard_epoch ON %s', r.oid::regclass);
             END IF;
-            EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch BEFORE UPDATE ON %1$s FOR EACH ROW '
+            EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch AFTER UPDATE ON %1$s FOR EACH ROW '
                 'WHEN (NEW.%2$I < OLD.%2$I OR (NEW.%2$I IS NULL AND OLD.%2$I IS NOT NULL)) '
                 'EXECUTE FUNCTION sqlfence.guard_epoch(%3$L)', r.oid::regclass, p_epoch_column, p_epoch_column);
         END IF;
@@ -160,6 +229,36 @@ BEGIN
         kind := CASE WHEN r.depth > 0 THEN 'partition or child ' ELSE '' END
             || CASE r.relkind WHEN 'p' THEN 'partitioned table' WHEN 'f' THEN 'foreign table' ELSE 'table' END;
         n := n + 1;
+        guarded := guarded || r.oid;
+        RETURN NEXT;
+    END LOOP;
+    -- Their parents: a write to a parent fires the parent's statement triggers, not
+    -- those of the partitions and children whose rows it reaches. The driver fences it
+    -- only with resolve: catalog, as the parent, and its marker then names the parent.
+    FOR r IN
+        WITH RECURSIVE up (oid) AS (
+            SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = ANY (guarded)
+            UNION
+            SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.oid)
+        SELECT up.oid, c.relkind, {{parentmark}} AS mark
+        FROM up JOIN pg_class c ON c.oid = up.oid
+        WHERE NOT up.oid = ANY (guarded)
+        ORDER BY up.oid
+    LOOP
+        events := 'UPDATE OR DELETE';
+        IF p_guard_insert THEN
+            events := 'INSERT OR ' || events;
+        END IF;
+        IF r.relkind <> 'f' THEN
+            events := events || ' OR TRUNCATE';
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
+            EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
+        END IF;
+        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
+            events, r.oid::regclass, r.mark);
+        relation := r.oid::regclass::text;
+        kind := 'parent of a protected table';
         RETURN NEXT;
     END LOOP;
     IF n = 0 THEN
@@ -176,6 +275,7 @@ $fn$;
 const guardDropSQL = `DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
 DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
 DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlfence.guard_reject(text, name, name, boolean);
 DROP FUNCTION IF EXISTS sqlfence.override(text);
 DROP FUNCTION IF EXISTS sqlfence.active_override();
 `
