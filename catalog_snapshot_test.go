@@ -86,6 +86,9 @@ func (f *snapshotFixture) refused(t *testing.T, stmt string, states []string, wa
 			t.Errorf("%s (%s): err = %v, want ErrRefused", stmt, e.name, err)
 			continue
 		}
+		if p := codeProblem(err); p != "" {
+			t.Errorf("%s (%s): %s", stmt, e.name, p)
+		}
 		for _, w := range want {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s (%s): the refusal does not say %q: %v", stmt, e.name, w, err)

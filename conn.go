@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
@@ -391,7 +393,7 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 	}
 	reason, ok := unfencedReason(ctx)
 	if !ok || !c.enf.policy.AllowUnfenced {
-		return nil, &Error{Kind: ErrUnfenced, Reason: "the raw driver connection bypasses the fence",
+		return nil, &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw driver connection bypasses the fence",
 			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
 	}
 	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "reason", reason)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -71,7 +72,7 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		if claimctx.From(ctx) {
 			return c, nil
 		}
-		err = &Error{Kind: ErrRefused, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
+		err = &Error{Kind: ErrRefused, Code: rulecode.ClaimWrite, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
 			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claim.StatusColumn) + " or " + sqlident.Quote(d.claim.EpochColumn) +
 				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",
 			Fix: "claim, renew and complete jobs with the helpers in github.com/sqlfence/sqlfence/claim"}
@@ -86,7 +87,7 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 	default:
 		if cc := claimFrom(ctx); cc != nil && d.act == actRewrite {
 			if cc.err != "" {
-				err = &Error{Kind: ErrRefused, Table: d.table(), Epoch: epoch, Statement: query,
+				err = &Error{Kind: ErrRefused, Code: rulecode.ClaimUnusable, Table: d.table(), Epoch: epoch, Statement: query,
 					Reason: "the context's claim (sqlfence.WithClaim) is unusable: " + cc.err,
 					Fix:    "give WithClaim the claim table, its key and epoch columns as written in SQL, and the job's key"}
 				break
@@ -136,7 +137,7 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 	if _, ok := nv.Value.(pgx.QueryRewriter); !ok {
 		return nil
 	}
-	err := &Error{Kind: ErrRefused,
+	err := &Error{Kind: ErrRefused, Code: rulecode.RewritingArgument,
 		Reason: "an argument that rewrites the SQL text (a pgx query rewriter such as pgx.NamedArgs): the text sent would not be the text sqlfence checked",
 		Fix:    "use positional $n parameters"}
 	if f.policy.Enforce == EnforceShadow {
@@ -147,13 +148,15 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 }
 
 func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) error {
-	e := &Error{Kind: ErrUnfenced, Table: d.table(), Statement: query,
+	e := &Error{Kind: ErrUnfenced, Code: rulecode.NoEpoch, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",
 		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
 	if v, ok := ctx.Value(epochKey{}).(invalidEpoch); ok {
+		e.Code = rulecode.BadEpoch
 		e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
 		e.Fix = "pass the epoch the claim returned; epochs start at 1"
 	} else if _, ok := unfencedReason(ctx); ok {
+		e.Code = rulecode.UnfencedDenied
 		e.Reason = "sqlfence.Unfenced was used but the policy does not allow unfenced writes"
 		e.Fix = "set `unfenced: allow` in the policy, or run the write under sqlfence.WithEpoch"
 	}
@@ -168,11 +171,11 @@ func checkArgs(d *decision, query string, epoch int64, args []driver.NamedValue,
 	options := 0
 	for _, a := range args {
 		if a.Name != "" {
-			return d.refuseArgs(query, epoch, "named argument "+a.Name, "use positional $n parameters")
+			return d.refuseArgs(rulecode.RewritingArgument, query, epoch, "named argument "+a.Name, "use positional $n parameters")
 		}
 		switch a.Value.(type) {
 		case pgx.QueryRewriter:
-			return d.refuseArgs(query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
+			return d.refuseArgs(rulecode.RewritingArgument, query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
 		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
 			options++
 		}
@@ -188,14 +191,14 @@ func checkArgs(d *decision, query string, epoch int64, args []driver.NamedValue,
 		}
 	}
 	if len(c.user) != d.epochParam-1 {
-		return d.refuseArgs(query, epoch, fmt.Sprintf("%d arguments for a statement whose highest parameter is $%d", len(c.user), d.epochParam-1),
+		return d.refuseArgs(rulecode.ArgumentCount, query, epoch, fmt.Sprintf("%d arguments for a statement whose highest parameter is $%d", len(c.user), d.epochParam-1),
 			fmt.Sprintf("pass exactly one argument per parameter $1…$%d: the epoch becomes $%d", d.epochParam-1, d.epochParam))
 	}
 	return nil
 }
 
-func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error {
-	return &Error{Kind: ErrRefused, Table: d.table(), Epoch: epoch, Statement: query,
+func (d *decision) refuseArgs(code, query string, epoch int64, what, fix string) error {
+	return &Error{Kind: ErrRefused, Code: code, Table: d.table(), Epoch: epoch, Statement: query,
 		Reason: "a protected write with " + what, Fix: fix}
 }
 
@@ -233,7 +236,7 @@ func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error
 		return checkFailed(err)
 	}
 	defer rows.Close()
-	e := &Error{Kind: ErrFenced, Table: c.d.table(), Epoch: c.epoch, Statement: c.query,
+	e := &Error{Kind: ErrFenced, Code: rulecode.FencedClaim, Table: c.d.table(), Epoch: c.epoch, Statement: c.query,
 		Fix: "this execution is superseded: stop the handler and do not retry with this epoch; the newer claim finishes the job"}
 	dest := make([]driver.Value, 1)
 	switch err := rows.Next(dest); {
@@ -289,7 +292,7 @@ func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err e
 func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	cl := c.d.classify
 	t := cl.table
-	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
+	fenced := &Error{Kind: ErrFenced, Code: rulecode.FencedRow, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 		Reason: "a newer claim has written the rows this statement matches",
 		Fix: "stop the handler and do not retry with this epoch: either this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
 			"release the job so it runs again under a newer epoch, and run handlers under the claim (sqlfence.WithClaim) to tell the two apart"}
@@ -354,7 +357,7 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 		}
 		return fenced
 	case stored == c.epoch && t.Mode == ModeStrict:
-		return &Error{Kind: ErrAlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
+		return &Error{Kind: ErrAlreadyWritten, Code: rulecode.AlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 			StoredEpoch: stored, HasStored: true,
 			Reason: "already written by this epoch: this execution wrote the row before, and strict mode allows one write per row per epoch",
 			Fix:    "use mode: repeatable for this table if this handler writes a row more than once"}

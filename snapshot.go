@@ -75,6 +75,7 @@ func (e events) String() string {
 // protected table where no epoch goes, or run code sqlfence cannot verify.
 type writeHazard struct {
 	events events
+	code   string // the rule code of the refusal
 	table  string // the protected table concerned, for Error.Table; may be ""
 	reason string // completes "<KIND> of <relation>: "
 	fix    string
@@ -225,7 +226,7 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 			queue = append(queue, item{rel, origin, h})
 			return
 		}
-		h := &writeHazard{events: ev, table: origin.table, reason: reason, fix: origin.fix}
+		h := &writeHazard{events: ev, code: origin.code, table: origin.table, reason: reason, fix: origin.fix}
 		at[k] = h
 		q := QualifiedName{Schema: rel.Schema, Name: rel.Name}
 		n.hazards[q] = append(n.hazards[q], h)
@@ -317,7 +318,7 @@ func (s *catalogSnapshot) judgeRelationWrite(rv *pg.RangeVar, ev events, kind st
 	}
 	for _, h := range list {
 		if h.events&ev != 0 {
-			e := refuse(nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, h.fix)
+			e := refuse(h.code, nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, h.fix)
 			e.Table = h.table
 			return e
 		}

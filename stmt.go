@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // stmt is a prepared protected write. The text was fenced at prepare time; the epoch
@@ -50,7 +52,7 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 			if d.act == actRefuse {
 				return call{}, d.refusal.forStatement(s.query, epoch)
 			}
-			return call{}, &Error{Kind: ErrRefused, Statement: s.query, Epoch: epoch,
+			return call{}, &Error{Kind: ErrRefused, Code: rulecode.PreparedChanged, Statement: s.query, Epoch: epoch,
 				Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
 				Fix:    "prepare the statement again"}
 		}
@@ -61,7 +63,7 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		return call{}, err
 	}
 	if !c.fenced && s.d.act == actRewrite {
-		return call{}, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
+		return call{}, &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.table(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
 	}
 	return c, nil
