@@ -64,13 +64,18 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	send := query
 	switch {
 	case c.enf.policy.Enforce == EnforceShadow:
-		if d.act == actRefuse {
-			c.enf.log.WarnContext(ctx, "sqlfence shadow: would refuse", "error", d.refusal.forStatement(query, 0).Error())
+		if d.act == actRefuse && c.enf.observing {
+			epoch, _ := EpochFrom(ctx)
+			c.enf.noteError(ctx, d.refusal.forStatement(query, epoch), query, epoch) // the shadow tally logs it
 		}
 		d = passDecision
 	case d.act == actRefuse:
 		epoch, _ := EpochFrom(ctx)
-		return nil, d.refusal.forStatement(query, epoch)
+		err := d.refusal.forStatement(query, epoch)
+		if c.enf.observing {
+			c.enf.noteError(ctx, err, query, epoch)
+		}
+		return nil, err
 	case d.act == actRewrite:
 		send = d.sql
 	}
@@ -253,6 +258,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	d := c.lookup(query)
 	if d.act == actPass {
+		if c.enf.observing {
+			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
 		res, err := execer.ExecContext(ctx, query, args)
 		if err == nil && d.catalog != 0 {
 			err = c.catalogChanged(ctx, d.catalog)
@@ -288,6 +296,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	d := c.lookup(query)
 	if d.act == actPass {
+		if c.enf.observing {
+			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
 		rows, err := queryer.QueryContext(ctx, query, args)
 		if err == nil && d.catalog != 0 {
 			return c.afterRows(ctx, rows, d.catalog), nil
@@ -393,9 +404,16 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 	}
 	reason, ok := unfencedReason(ctx)
 	if !ok || !c.enf.policy.AllowUnfenced {
-		return nil, &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw driver connection bypasses the fence",
+		err := &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw driver connection bypasses the fence",
 			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
+		if c.enf.observing {
+			c.enf.noteError(ctx, err, "", 0)
+		}
+		return nil, err
 	}
-	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "reason", reason)
+	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "code", rulecode.RawConnAllowed, "reason", reason)
+	if c.enf.observing {
+		c.enf.noteLetThrough(ctx, rulecode.RawConnAllowed, "", "")
+	}
 	return c.inner, nil
 }

@@ -30,8 +30,9 @@ import (
 // server. sqlfence refuses statements that change it; the registered driver also pins
 // it in the startup message, so a role or database default cannot turn it off.
 //
-// Options set the logger and the decision cache's bounds ([WithLogger],
-// [WithCacheLimits]).
+// Options set the logger, the decision cache's bounds, an observer of every decision,
+// and shadow mode's summary ([WithLogger], [WithCacheLimits], [WithObserver],
+// [WithShadowSummary]).
 //
 // NewConnector panics when p is nil, was not made by [LoadPolicy] or [ParsePolicy], or
 // was changed into something ParsePolicy would reject, and when inner is nil or an
@@ -51,7 +52,7 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if inner == nil {
 		return nil, errors.New("sqlfence: NewConnector: nil inner connector")
 	}
-	cfg := connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes}
+	cfg := connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes, shadowEvery: defaultShadowSummary}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlfence: NewConnector: nil option")
@@ -63,6 +64,9 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	fp, err := p.compile()
 	if err != nil {
 		return nil, err
+	}
+	if fp.Enforce == EnforceShadow {
+		cfg.shadow = newShadowTally(cfg.shadowEvery)
 	}
 	c := &connector{inner: inner, cfg: cfg, base: fp}
 	c.enforcer.Store(newEnforcer(fp, cfg))

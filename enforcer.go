@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,10 +23,15 @@ type enforcer struct {
 	policy *Policy
 	cache  *cache
 	log    *slog.Logger
+
+	observer  func(context.Context, Event) // WithObserver's, or nil
+	shadow    *shadowTally                 // under enforce: shadow, else nil
+	observing bool                         // either is set: call note (observe.go)
 }
 
 func newEnforcer(p *Policy, cfg connectorConfig) *enforcer {
-	return &enforcer{policy: p, cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger}
+	return &enforcer{policy: p, cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger,
+		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil}
 }
 
 // decision returns the decision for query, from the cache when it has been seen.
@@ -40,14 +46,15 @@ func (f *enforcer) decision(query string) *decision {
 
 // call is one execution of a decided statement: the text and arguments to send.
 type call struct {
-	d      *decision
-	query  string // the application's text
-	send   string // the text to send
-	args   []driver.NamedValue
-	user   []driver.NamedValue // the application's arguments without pgx's option values
-	epoch  int64
-	fenced bool        // the sent statement carries the fence
-	claim  *claimCheck // the sent statement checks this claim (d is then its variant)
+	d       *decision
+	query   string // the application's text
+	send    string // the text to send
+	args    []driver.NamedValue
+	user    []driver.NamedValue // the application's arguments without pgx's option values
+	epoch   int64
+	fenced  bool        // the sent statement carries the fence
+	claim   *claimCheck // the sent statement checks this claim (d is then its variant)
+	checked bool        // check queried the server about the result
 }
 
 // bind decides what one execution sends. Refusals and unfenced writes become errors
@@ -58,6 +65,9 @@ type call struct {
 func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (call, error) {
 	c := call{d: d, query: query, send: query, args: args}
 	if d.act == actPass {
+		if f.observing {
+			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
 		return c, nil
 	}
 	// EpochFrom, keeping the interface value: sending it as the epoch argument reuses
@@ -70,6 +80,9 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 	switch {
 	case d.act == actClaim:
 		if claimctx.From(ctx) {
+			if f.observing {
+				f.note(ctx, Event{Outcome: OutcomePass, Statement: query, Epoch: epoch})
+			}
 			return c, nil
 		}
 		err = &Error{Kind: ErrRefused, Code: rulecode.ClaimWrite, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
@@ -80,7 +93,10 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		err = d.refusal.forStatement(query, epoch)
 	case !hasEpoch:
 		if reason, ok := unfencedReason(ctx); ok && f.policy.AllowUnfenced {
-			f.log.WarnContext(ctx, "sqlfence: unfenced write", "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
+			f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
+			if f.observing {
+				f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.table(), query)
+			}
 			return c, nil
 		}
 		err = f.unfenced(ctx, d, query)
@@ -102,12 +118,17 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		err = checkArgs(d, query, epoch, args, &c)
 	}
 	if err != nil {
+		if f.observing {
+			f.noteError(ctx, err, query, epoch)
+		}
 		if f.policy.Enforce == EnforceShadow {
-			f.log.WarnContext(ctx, "sqlfence shadow: would fail", "error", err.Error())
-			c.send, c.args = query, args
+			c.send, c.args = query, args // logged by the shadow tally
 			return c, nil
 		}
 		return call{}, err
+	}
+	if f.observing {
+		f.note(ctx, Event{Outcome: OutcomeFence, Table: d.table(), Statement: query, Epoch: epoch})
 	}
 	if f.policy.Enforce == EnforceShadow {
 		return call{d: d, query: query, send: query, args: args}, nil
@@ -140,9 +161,11 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 	err := &Error{Kind: ErrRefused, Code: rulecode.RewritingArgument,
 		Reason: "an argument that rewrites the SQL text (a pgx query rewriter such as pgx.NamedArgs): the text sent would not be the text sqlfence checked",
 		Fix:    "use positional $n parameters"}
+	if f.observing {
+		f.noteError(context.Background(), err, "", 0)
+	}
 	if f.policy.Enforce == EnforceShadow {
-		f.log.Warn("sqlfence shadow: would fail", "error", err.Error())
-		return nil
+		return nil // logged by the shadow tally
 	}
 	return err
 }
@@ -207,9 +230,17 @@ func (d *decision) refuseArgs(code, query string, epoch int64, what, fix string)
 // written", no matching row is an ordinary result. With WithExactAccounting, a write
 // that affected rows is also checked for matching rows the fence kept. Only these
 // paths query again; the normal path costs no extra round trip.
-func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
+func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) (err error) {
 	if !c.fenced {
 		return nil
+	}
+	if f.observing {
+		start := time.Now()
+		defer func() {
+			if c.checked || err != nil {
+				f.noteCheck(ctx, c, start, err)
+			}
+		}()
 	}
 	if c.claim != nil && affected == 0 {
 		// A claim-checked write that wrote nothing: first ask whether the claim
@@ -231,6 +262,7 @@ func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected i
 // superseded reads the claim row of a claim-checked write and returns ErrFenced when
 // it no longer holds the write's epoch; nil while the claim is current.
 func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error {
+	c.checked = true
 	rows, err := queryConn(ctx, q, c.claim.lookupText(), []driver.NamedValue{{Ordinal: 1, Value: c.claim.value}})
 	if err != nil {
 		return checkFailed(err)
@@ -280,11 +312,16 @@ func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err e
 	if !epochColumn {
 		return err
 	}
-	if ferr := f.superseded(ctx, q, c); ferr != nil {
-		if errors.Is(ferr, ErrFenced) {
-			return noteFenced(ctx, ferr)
-		}
-		return err
+	start := time.Now()
+	ferr := f.superseded(ctx, q, c)
+	if !errors.Is(ferr, ErrFenced) {
+		ferr = nil // the claim is current, or the check failed: the server's error stands
+	}
+	if f.observing {
+		f.noteCheck(ctx, c, start, ferr)
+	}
+	if ferr != nil {
+		return noteFenced(ctx, ferr)
 	}
 	return err
 }
@@ -323,6 +360,7 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 		args[i] = driver.NamedValue{Ordinal: i + 1, Value: c.user[a].Value}
 	}
 	args[len(cl.args)] = driver.NamedValue{Ordinal: len(args), Value: c.epoch}
+	c.checked = true
 	rows, err := queryConn(ctx, q, cl.query, args)
 	if err != nil {
 		return checkFailed(err)

@@ -49,12 +49,17 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		}
 		if d.act != s.d.act || d.sql != s.d.sql {
 			epoch, _ := EpochFrom(ctx)
-			if d.act == actRefuse {
-				return call{}, d.refusal.forStatement(s.query, epoch)
+			err := d.refusal
+			if d.act != actRefuse {
+				err = &Error{Kind: ErrRefused, Code: rulecode.PreparedChanged,
+					Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
+					Fix:    "prepare the statement again"}
 			}
-			return call{}, &Error{Kind: ErrRefused, Code: rulecode.PreparedChanged, Statement: s.query, Epoch: epoch,
-				Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
-				Fix:    "prepare the statement again"}
+			err = err.forStatement(s.query, epoch)
+			if s.conn.enf.observing {
+				s.conn.enf.noteError(ctx, err, s.query, epoch)
+			}
+			return call{}, err
 		}
 		s.d, s.enf = d, s.conn.enf
 	}
@@ -63,8 +68,12 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		return call{}, err
 	}
 	if !c.fenced && s.d.act == actRewrite {
-		return call{}, &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.table(), Statement: s.query,
+		err := &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.table(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
+		if s.conn.enf.observing {
+			s.conn.enf.noteError(ctx, err, s.query, 0)
+		}
+		return call{}, err
 	}
 	return c, nil
 }
