@@ -86,6 +86,9 @@ type connector struct {
 	// that the first succeeded, so a failure (the database not up yet) is retried.
 	resolveMu sync.Mutex
 	resolved  bool
+	// retired holds the counts of the caches the catalog reads replaced, so that
+	// CacheStatsOf's counters only grow.
+	retired CacheStats
 }
 
 var (
@@ -139,7 +142,12 @@ func (c *connector) reload(ctx context.Context, ic driver.Conn) (*enforcer, erro
 		return nil, err
 	}
 	f := newEnforcer(p, c.cfg)
-	c.enforcer.Store(f)
+	if old := c.enforcer.Swap(f); old != nil {
+		st := old.cache.stats()
+		c.retired.Hits += st.Hits
+		c.retired.Misses += st.Misses
+		c.retired.Evictions += st.Evictions
+	}
 	c.resolved = true
 	return f, nil
 }
