@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,7 @@ type enforcer struct {
 	observer  func(context.Context, Event) // WithObserver's, or nil
 	shadow    *shadowTally                 // under enforce: shadow, else nil
 	observing bool                         // either is set: call note (observe.go)
+	names     sync.Map                     // *Table → its name in events (observe.go)
 }
 
 func newEnforcer(p *Policy, cfg connectorConfig) *enforcer {
@@ -128,7 +130,7 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		return call{}, err
 	}
 	if f.observing {
-		f.note(ctx, Event{Outcome: OutcomeFence, Table: d.table(), Statement: query, Epoch: epoch})
+		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(d), Statement: query, Epoch: epoch})
 	}
 	if f.policy.Enforce == EnforceShadow {
 		return call{d: d, query: query, send: query, args: args}, nil

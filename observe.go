@@ -128,7 +128,22 @@ func (f *enforcer) noteCheck(ctx context.Context, c *call, start time.Time, err 
 	if c.checked {
 		d = time.Since(start)
 	}
-	f.note(ctx, Event{Outcome: OutcomeChecked, Table: c.d.table(), Statement: c.query, Epoch: c.epoch, Err: err, Duration: d})
+	f.note(ctx, Event{Outcome: OutcomeChecked, Table: f.tableName(c.d), Statement: c.query, Epoch: c.epoch, Err: err, Duration: d})
+}
+
+// tableName is d.table(), remembered per table: spelling a name checks it against
+// PostgreSQL's keywords with the scanner, too slow to repeat for every fenced write.
+func (f *enforcer) tableName(d *decision) string {
+	if len(d.tables) != 1 {
+		return d.table()
+	}
+	t := d.tables[0]
+	if n, ok := f.names.Load(t); ok {
+		return n.(string)
+	}
+	n := d.table()
+	f.names.Store(t, n)
+	return n
 }
 
 // noteLetThrough notes a write, or a raw connection, let through unfenced.

@@ -17,6 +17,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -66,11 +67,26 @@ type Observer struct {
 	statements metric.Int64Counter
 	results    metric.Int64Counter
 	checks     metric.Float64Histogram
+
+	// sets holds the attribute sets made so far, by what they are made of: making
+	// one sorts and allocates, and a program has few (outcomes × codes × tables).
+	mu   sync.RWMutex
+	sets map[setKey]attribute.Set
+}
+
+// maxSets bounds the attribute sets kept; past it, sets are made per event.
+const maxSets = 4096
+
+type setKey struct {
+	outcome     sqlfence.Outcome
+	shadow      bool
+	code, table string
+	result      string
 }
 
 // New makes the instruments.
 func New(opts ...Option) (*Observer, error) {
-	o := &Observer{}
+	o := &Observer{sets: map[setKey]attribute.Set{}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -100,24 +116,19 @@ func (o *Observer) Option() sqlfence.ConnectorOption { return sqlfence.WithObser
 
 // Observe records one event; Option passes it to sqlfence.WithObserver.
 func (o *Observer) Observe(ctx context.Context, e sqlfence.Event) {
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, semconv.DBSystemNamePostgreSQL, enforce(e.Shadow))
-	if e.Table != "" {
-		attrs = append(attrs, semconv.DBCollectionName(e.Table))
-	}
-	if e.Code != "" {
-		attrs = append(attrs, AttrRule.String(e.Code))
-	}
+	k := setKey{outcome: e.Outcome, shadow: e.Shadow, code: e.Code, table: e.Table}
 	if e.Outcome == sqlfence.OutcomeChecked {
-		attrs = append(attrs, AttrResult.String(result(e.Err)))
-		set := metric.WithAttributes(attrs...)
-		o.results.Add(ctx, 1, set)
+		k.result = result(e.Err)
+	}
+	set := o.set(k)
+	if e.Outcome == sqlfence.OutcomeChecked {
+		opt := metric.WithAttributeSet(set)
+		o.results.Add(ctx, 1, opt)
 		if e.Duration > 0 {
-			o.checks.Record(ctx, e.Duration.Seconds(), set)
+			o.checks.Record(ctx, e.Duration.Seconds(), opt)
 		}
 	} else {
-		attrs = append(attrs, AttrOutcome.String(e.Outcome.String()))
-		o.statements.Add(ctx, 1, metric.WithAttributes(attrs...))
+		o.statements.Add(ctx, 1, metric.WithAttributeSet(set))
 	}
 	if e.Outcome == sqlfence.OutcomePass {
 		return
@@ -126,10 +137,41 @@ func (o *Observer) Observe(ctx context.Context, e sqlfence.Event) {
 	if !span.IsRecording() {
 		return
 	}
+	attrs := set.ToSlice()
 	if e.Epoch != 0 {
 		attrs = append(attrs, AttrEpoch.Int64(e.Epoch))
 	}
 	span.AddEvent("sqlfence."+eventName(e), trace.WithAttributes(attrs...))
+}
+
+// set returns the attributes of the events k describes.
+func (o *Observer) set(k setKey) attribute.Set {
+	o.mu.RLock()
+	s, ok := o.sets[k]
+	o.mu.RUnlock()
+	if ok {
+		return s
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, semconv.DBSystemNamePostgreSQL, enforce(k.shadow))
+	if k.table != "" {
+		attrs = append(attrs, semconv.DBCollectionName(k.table))
+	}
+	if k.code != "" {
+		attrs = append(attrs, AttrRule.String(k.code))
+	}
+	if k.outcome == sqlfence.OutcomeChecked {
+		attrs = append(attrs, AttrResult.String(k.result))
+	} else {
+		attrs = append(attrs, AttrOutcome.String(k.outcome.String()))
+	}
+	s = attribute.NewSet(attrs...)
+	o.mu.Lock()
+	if len(o.sets) < maxSets {
+		o.sets[k] = s
+	}
+	o.mu.Unlock()
+	return s
 }
 
 func eventName(e sqlfence.Event) string {

@@ -103,10 +103,11 @@ func (tl *telemetry) events(name string) []string {
 				continue
 			}
 			ev := e.Name
-			for _, a := range e.Attributes {
-				switch a.Key {
-				case sqlfenceotel.AttrRule, sqlfenceotel.AttrResult, "db.collection.name", sqlfenceotel.AttrEpoch:
-					ev += " " + a.Value.String()
+			for _, k := range []attribute.Key{"db.collection.name", sqlfenceotel.AttrRule, sqlfenceotel.AttrResult, sqlfenceotel.AttrEpoch} {
+				for _, a := range e.Attributes {
+					if a.Key == k {
+						ev += " " + a.Value.String()
+					}
 				}
 			}
 			out = append(out, ev)
