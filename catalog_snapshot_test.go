@@ -420,6 +420,9 @@ func TestSnapshotCheckCatalog(t *testing.T) {
 	got := map[string]string{}
 	for _, f := range findings {
 		got[f.Kind+" "+f.Name+" on "+f.Relation] = f.Events + ": " + f.Message
+		if want := map[string]string{"foreign key": "SF501", "trigger": "SF502", "rule": "SF503"}[f.Kind]; f.Code != want {
+			t.Errorf("finding %s %s: code %q, want %s", f.Kind, f.Name, f.Code, want)
+		}
 	}
 	for k, want := range map[string]string{
 		"foreign key lots_warehouse_fkey on public.warehouse": "cascades into the protected table public.lots",

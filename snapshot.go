@@ -45,6 +45,7 @@ type CatalogFinding struct {
 	Kind     string // "foreign key", "trigger" or "rule"
 	Name     string // the constraint, trigger or rule
 	Events   string // the writes refused: "INSERT, UPDATE", …
+	Code     string // the rule code of the refusal (SF501 foreign key, SF502 trigger, SF503 rule)
 	Message  string // why, and what to do
 }
 
@@ -235,7 +236,7 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 	}
 	for _, b := range list {
 		add(b.rel, b, b.events, b.reason)
-		n.findings = append(n.findings, CatalogFinding{Relation: relName(b.rel), Kind: b.kind, Name: b.name,
+		n.findings = append(n.findings, CatalogFinding{Relation: relName(b.rel), Kind: b.kind, Name: b.name, Code: b.code,
 			Events: b.events.String(), Message: b.events.String() + " of " + relName(b.rel) + " is refused: " + b.reason + "; " + b.fix})
 	}
 	for len(queue) > 0 {
