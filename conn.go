@@ -30,11 +30,14 @@ type conn struct {
 
 // usable checks, before each statement, that the server still reads text as sqlfence
 // parses it (pinned.go).
-func (c *conn) usable() error {
+func (c *conn) usable(ctx context.Context, query string) error {
 	if c.broken == nil && c.params != nil {
 		c.broken = checkPinned(c.params)
 	}
 	if c.broken != nil {
+		if c.enf.observing {
+			c.enf.emit(ctx, Event{Outcome: OutcomeRefuse, Statement: query, Err: c.broken}, false)
+		}
 		return c.broken
 	}
 	return nil
@@ -57,7 +60,7 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.usable(); err != nil {
+	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
 	d := c.lookup(query)
@@ -248,7 +251,7 @@ func (c *conn) catalogChanged(ctx context.Context, eff catalogEffect) error {
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.usable(); err != nil {
+	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
 	execer, ok := c.inner.(driver.ExecerContext)
@@ -287,7 +290,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.usable(); err != nil {
+	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
 	queryer, ok := c.inner.(driver.QueryerContext)

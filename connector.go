@@ -111,6 +111,9 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	cn := &conn{inner: ic, cn: c, enf: f, params: reporterOf(ic)}
 	if err := checkPinned(cn.params); err != nil {
 		ic.Close()
+		if f.observing {
+			f.emit(ctx, Event{Outcome: OutcomeRefuse, Err: err}, false) // refused in shadow mode too
+		}
 		return nil, err
 	}
 	return cn, nil

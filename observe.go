@@ -89,7 +89,13 @@ func WithObserver(fn func(context.Context, Event)) ConnectorOption {
 // note hands e to the shadow tally and the observer. Callers test f.observing first,
 // so a connector without either pays one branch per statement.
 func (f *enforcer) note(ctx context.Context, e Event) {
-	e.Shadow = f.policy.Enforce == EnforceShadow
+	f.emit(ctx, e, f.policy.Enforce == EnforceShadow)
+}
+
+// emit is note for an event that was enforced (shadow false) even in shadow mode: a
+// connection whose session reads text differently is refused in either mode.
+func (f *enforcer) emit(ctx context.Context, e Event, shadow bool) {
+	e.Shadow = shadow
 	var fe *Error
 	if e.Err != nil && errors.As(e.Err, &fe) {
 		if e.Code == "" {

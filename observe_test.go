@@ -240,3 +240,34 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestObserverSessionSettings: a session that would read text differently from
+// sqlfence (here a database default turning standard_conforming_strings off) is
+// refused at connect, under enforce: shadow too, and the observer is told so.
+func TestObserverSessionSettings(t *testing.T) {
+	var l eventLog
+	dsn, raw := newRawDB(t, schema)
+	var name string
+	if err := raw.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`ALTER DATABASE ` + pgx.Identifier{name}.Sanitize() + ` SET standard_conforming_strings = off`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sqlfence.ParsePolicy([]byte(observedPolicy+"enforce: shadow\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), p, sqlfence.WithObserver(l.observe),
+		sqlfence.WithLogger(slog.New(slog.DiscardHandler))))
+	defer db.Close()
+	_, err = db.Exec(`SELECT 1`)
+	got, evs := l.take()
+	if !errors.Is(err, sqlfence.ErrRefused) || len(got) == 0 || got[0] != "refuse SF704" || evs[0].Shadow {
+		t.Fatalf("err %v, events %q (%+v); want ErrRefused and a refuse SF704 event that is not shadow", err, got, evs)
+	}
+}

@@ -87,7 +87,7 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.conn.usable(); err != nil {
+	if err := s.conn.usable(ctx, s.query); err != nil {
 		return nil, err
 	}
 	c, err := s.bind(ctx, args)
@@ -122,7 +122,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.conn.usable(); err != nil {
+	if err := s.conn.usable(ctx, s.query); err != nil {
 		return nil, err
 	}
 	c, err := s.bind(ctx, args)
