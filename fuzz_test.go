@@ -12,6 +12,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // FuzzRewrite checks decide, the function every statement goes through, against
@@ -36,7 +38,7 @@ import (
 //     PREPARE a write to, CALL a listed function on, or mention in a DO block, one);
 //     a statement that does not parse may pass only when it names no protected table
 //     or listed function, so that the pre-check could not match it;
-//   - a refusal carries an error matching ErrRefused.
+//   - a refusal carries an error matching ErrRefused, with a refusal's rule code.
 //
 // The seed corpus is every statement under testdata/rewrite plus the files under
 // testdata/fuzz/FuzzRewrite; `go test` runs them as ordinary tests. The long run:
@@ -74,6 +76,9 @@ func checkDecision(p *Policy, sql string, d *decision) []string {
 	case actRefuse:
 		if d.refusal == nil || d.refusal.Kind != ErrRefused {
 			return []string{fmt.Sprintf("refusal without an ErrRefused error: %#v", d.refusal)}
+		}
+		if info, ok := rulecode.Lookup(d.refusal.Code); !ok || info.Kind != rulecode.KindRefused {
+			return []string{fmt.Sprintf("refusal without a refusal's rule code: %#v", d.refusal)}
 		}
 		return nil
 	case actPass:
