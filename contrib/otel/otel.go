@@ -71,7 +71,13 @@ type Observer struct {
 	// sets holds the attribute sets made so far, by what they are made of: making
 	// one sorts and allocates, and a program has few (outcomes × codes × tables).
 	mu   sync.RWMutex
-	sets map[setKey]attribute.Set
+	sets map[setKey]attrs
+}
+
+// attrs are an event's attributes, as a set and as the option that passes them.
+type attrs struct {
+	set attribute.Set
+	opt metric.MeasurementOption
 }
 
 // maxSets bounds the attribute sets kept; past it, sets are made per event.
@@ -86,7 +92,7 @@ type setKey struct {
 
 // New makes the instruments.
 func New(opts ...Option) (*Observer, error) {
-	o := &Observer{sets: map[setKey]attribute.Set{}}
+	o := &Observer{sets: map[setKey]attrs{}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -120,15 +126,14 @@ func (o *Observer) Observe(ctx context.Context, e sqlfence.Event) {
 	if e.Outcome == sqlfence.OutcomeChecked {
 		k.result = result(e.Err)
 	}
-	set := o.set(k)
+	a := o.attrs(k)
 	if e.Outcome == sqlfence.OutcomeChecked {
-		opt := metric.WithAttributeSet(set)
-		o.results.Add(ctx, 1, opt)
+		o.results.Add(ctx, 1, a.opt)
 		if e.Duration > 0 {
-			o.checks.Record(ctx, e.Duration.Seconds(), opt)
+			o.checks.Record(ctx, e.Duration.Seconds(), a.opt)
 		}
 	} else {
-		o.statements.Add(ctx, 1, metric.WithAttributeSet(set))
+		o.statements.Add(ctx, 1, a.opt)
 	}
 	if e.Outcome == sqlfence.OutcomePass {
 		return
@@ -137,41 +142,42 @@ func (o *Observer) Observe(ctx context.Context, e sqlfence.Event) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := set.ToSlice()
+	kvs := a.set.ToSlice()
 	if e.Epoch != 0 {
-		attrs = append(attrs, AttrEpoch.Int64(e.Epoch))
+		kvs = append(kvs, AttrEpoch.Int64(e.Epoch))
 	}
-	span.AddEvent("sqlfence."+eventName(e), trace.WithAttributes(attrs...))
+	span.AddEvent("sqlfence."+eventName(e), trace.WithAttributes(kvs...))
 }
 
-// set returns the attributes of the events k describes.
-func (o *Observer) set(k setKey) attribute.Set {
+// attrs returns the attributes of the events k describes.
+func (o *Observer) attrs(k setKey) attrs {
 	o.mu.RLock()
-	s, ok := o.sets[k]
+	a, ok := o.sets[k]
 	o.mu.RUnlock()
 	if ok {
-		return s
+		return a
 	}
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, semconv.DBSystemNamePostgreSQL, enforce(k.shadow))
+	kvs := make([]attribute.KeyValue, 0, 6)
+	kvs = append(kvs, semconv.DBSystemNamePostgreSQL, enforce(k.shadow))
 	if k.table != "" {
-		attrs = append(attrs, semconv.DBCollectionName(k.table))
+		kvs = append(kvs, semconv.DBCollectionName(k.table))
 	}
 	if k.code != "" {
-		attrs = append(attrs, AttrRule.String(k.code))
+		kvs = append(kvs, AttrRule.String(k.code))
 	}
 	if k.outcome == sqlfence.OutcomeChecked {
-		attrs = append(attrs, AttrResult.String(k.result))
+		kvs = append(kvs, AttrResult.String(k.result))
 	} else {
-		attrs = append(attrs, AttrOutcome.String(k.outcome.String()))
+		kvs = append(kvs, AttrOutcome.String(k.outcome.String()))
 	}
-	s = attribute.NewSet(attrs...)
+	a.set = attribute.NewSet(kvs...)
+	a.opt = metric.WithAttributeSet(a.set)
 	o.mu.Lock()
 	if len(o.sets) < maxSets {
-		o.sets[k] = s
+		o.sets[k] = a
 	}
 	o.mu.Unlock()
-	return s
+	return a
 }
 
 func eventName(e sqlfence.Event) string {
