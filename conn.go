@@ -410,7 +410,7 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 		err := &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw driver connection bypasses the fence",
 			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
 		if c.enf.observing {
-			c.enf.noteError(ctx, err, "", 0)
+			c.enf.emit(ctx, Event{Outcome: OutcomeUnfenced, Err: err}, false) // refused in shadow mode too
 		}
 		return nil, err
 	}

@@ -93,7 +93,8 @@ func (f *enforcer) note(ctx context.Context, e Event) {
 }
 
 // emit is note for an event that was enforced (shadow false) even in shadow mode: a
-// connection whose session reads text differently is refused in either mode.
+// connection whose session reads text differently, and RawConn without Unfenced, are
+// refused in either mode.
 func (f *enforcer) emit(ctx context.Context, e Event, shadow bool) {
 	e.Shadow = shadow
 	var fe *Error
