@@ -56,7 +56,9 @@ func (o Outcome) String() string {
 
 // An Event is one thing sqlfence did, handed to the function given to [WithObserver].
 // Statements are observed where sqlfence sees them: every Exec and Query, a Prepare it
-// refuses, and each execution of a prepared protected write.
+// refuses, and each execution of a prepared protected write; so are a connection
+// refused at connect (its session reads text differently) and [RawConn]'s answers,
+// without a statement.
 type Event struct {
 	Outcome Outcome
 	// Shadow: the policy says `enforce: shadow`, so the statement was sent as the
@@ -67,7 +69,7 @@ type Event struct {
 	Code      string
 	Table     string // the protected tables the statement writes, as the policy names them
 	Statement string // the application's text ("" for an argument refused on its own)
-	Epoch     int64  // the context's epoch, 0 without one
+	Epoch     int64  // the context's epoch, for what concerns a protected write (0 otherwise, or without one)
 	Err       error  // the refusal or the check's result; nil when sent, or nothing was fenced
 	// Duration is, for OutcomeChecked, how long the check's queries took (0 when the
 	// result was known without a query).
