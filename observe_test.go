@@ -271,3 +271,47 @@ func TestObserverSessionSettings(t *testing.T) {
 		t.Fatalf("err %v, events %q (%+v); want ErrRefused and a refuse SF704 event that is not shadow", err, got, evs)
 	}
 }
+
+// TestShadowConcurrent: the tally counts every statement when connections run at once,
+// and summaries are logged while they do (run it with -race).
+func TestShadowConcurrent(t *testing.T) {
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	var l eventLog
+	c := sqlfence.NewConnector(&fullConnector{r: newRecorder()}, p, sqlfence.WithLogger(logger),
+		sqlfence.WithShadowSummary(time.Nanosecond), sqlfence.WithObserver(l.observe))
+	db := sql.OpenDB(c)
+	defer db.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				q := fmt.Sprintf("DELETE FROM inventory WHERE sku = 'g%d-%d'", g, i)
+				if _, err := db.Exec(q); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r, _ := sqlfence.ShadowReportOf(c)
+	if r.Unfenced != 400 || len(r.Shapes) != 1 || r.Shapes[0].Count != 400 {
+		t.Fatalf("%d unfenced in %d shapes, want 400 in one: %+v", r.Unfenced, len(r.Shapes), r.Shapes)
+	}
+	if got, _ := l.take(); len(got) != 400 {
+		t.Fatalf("%d events, want 400", len(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(buf.String(), "would fail"); n != 1 {
+		t.Errorf("%d lines say the shape would fail, want 1", n)
+	}
+	if !strings.Contains(buf.String(), "sqlfence shadow: summary") {
+		t.Error("no summary was logged")
+	}
+}
