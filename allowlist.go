@@ -10,6 +10,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // admit checks every statement of a parsed text against the allowlist.
@@ -38,7 +39,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		}
 		for _, w := range pgtree.Writes(n.ProtoReflect(), nil) {
 			if w.Relation != nil && systemRelation(w.Relation) {
-				return refuse(nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection (UPDATE pg_settings changes settings)",
+				return refuse(rulecode.SystemRelation, nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection (UPDATE pg_settings changes settings)",
 					"change settings with SET, outside the driver if sqlfence refuses it")
 			}
 			// Triggers, rules and foreign-key actions the catalog shows (resolve: catalog).
@@ -63,7 +64,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 	case *pg.Node_CopyStmt:
 		c := s.CopyStmt
 		if c.Filename != "" || c.IsProgram {
-			return refuse(nil, "COPY to or from a server file or program is not run on a fenced connection",
+			return refuse(rulecode.CopyProgram, nil, "COPY to or from a server file or program is not run on a fenced connection",
 				"use COPY … FROM STDIN / TO STDOUT")
 		}
 		if c.Query != nil {
@@ -77,7 +78,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		return admitCalls(p, n.ProtoReflect()) // a WHERE on COPY FROM
 	case *pg.Node_TruncateStmt:
 		if s.TruncateStmt.Behavior == pg.DropBehavior_DROP_CASCADE {
-			return refuse(nil, "TRUNCATE … CASCADE empties every table with a foreign key to the named ones, protected tables among them",
+			return refuse(rulecode.TruncateCascade, nil, "TRUNCATE … CASCADE empties every table with a foreign key to the named ones, protected tables among them",
 				"truncate the tables by name, or delete the rows with DELETE under an epoch")
 		}
 		for _, r := range s.TruncateStmt.Relations {
@@ -91,14 +92,14 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 	case *pg.Node_CallStmt:
 		fc := s.CallStmt.GetFunccall()
 		if fc == nil {
-			return refuse(nil, "a CALL sqlfence cannot read", "call procedures by name")
+			return refuse(rulecode.UnjudgedCall, nil, "a CALL sqlfence cannot read", "call procedures by name")
 		}
 		if e := judgeCall(p, fc.Funcname, fc.Args, "CALL"); e != nil {
 			return e
 		}
 		return admitCalls(p, n.ProtoReflect())
 	case *pg.Node_PrepareStmt, *pg.Node_ExecuteStmt:
-		return refuse(nil, "SQL-level PREPARE and EXECUTE are not run on a fenced connection: EXECUTE runs a statement sqlfence cannot see, with parameters it does not bind",
+		return refuse(rulecode.SQLPrepare, nil, "SQL-level PREPARE and EXECUTE are not run on a fenced connection: EXECUTE runs a statement sqlfence cannot see, with parameters it does not bind",
 			"prepare through database/sql (db.PrepareContext); drivers prepare at the protocol level, where sqlfence fences the statement")
 	}
 	if !p.AllowDDL {
@@ -110,7 +111,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 // refuseDDL is the refusal for DDL, and statements outside the allowlist, under
 // ddl: deny.
 func refuseDDL(kind string) *Error {
-	return refuse(nil, kind+" is not run on a fenced connection: it is DDL or outside the allowlist, and the policy does not allow DDL (ddl: deny, the default)",
+	return refuse(rulecode.NotAllowlisted, nil, kind+" is not run on a fenced connection: it is DDL or outside the allowlist, and the policy does not allow DDL (ddl: deny, the default)",
 		"run migrations outside the driver, or set `ddl: allow` in the policy for programs that migrate through the same handle")
 }
 

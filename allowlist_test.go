@@ -171,6 +171,9 @@ func TestAllowlist(t *testing.T) {
 				if !errors.Is(plan.Err, sqlfence.ErrRefused) || !strings.Contains(strings.ToLower(plan.Err.Error()), strings.ToLower(want)) {
 					t.Errorf("ddl: %s: %s\n  want a refusal that says %q, got %v", mode.name, tc.sql, want, plan.Err)
 				}
+				if p := codeProblem(plan.Err); p != "" {
+					t.Errorf("ddl: %s: %s: %s", mode.name, tc.sql, p)
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@
 package sqlfence
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sqlfence/sqlfence/internal/guardmark"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // maxStatementBytes bounds what reaches the C parser. The parser's stack is bounded by
@@ -109,8 +111,8 @@ func (d *decision) table() string {
 }
 
 // refuse builds the error for a statement sqlfence will not send.
-func refuse(t *Table, reason, fix string) *Error {
-	e := &Error{Kind: ErrRefused, Reason: reason, Fix: fix}
+func refuse(code string, t *Table, reason, fix string) *Error {
+	e := &Error{Kind: ErrRefused, Code: code, Reason: reason, Fix: fix}
 	if t != nil {
 		e.Table = t.QualifiedName.String()
 	}
@@ -124,18 +126,18 @@ func analyze(policy *Policy, sql string) (d *decision) { return analyzeWith(poli
 // analyzeWith is analyze for writes checked against the claim cc (nil: none).
 func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 	if len(sql) > maxStatementBytes {
-		return &decision{act: actRefuse, refusal: refuse(nil,
+		return &decision{act: actRefuse, refusal: refuse(rulecode.TooLarge, nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
 			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}
 	}
 	if strings.Contains(sql, guardmark.Forged) {
-		return &decision{act: actRefuse, refusal: refuse(nil,
+		return &decision{act: actRefuse, refusal: refuse(rulecode.GuardMarker, nil,
 			"the statement contains "+guardmark.Forged+", the marker that tells the database's guard (sqlfence guard) that sqlfence fenced the statement",
 			"remove it from the statement, comment or literal: sqlfence adds it to the statements it fences")}
 	}
 	scan, err := pg.Scan(sql)
 	if err != nil {
-		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
+		return &decision{act: actRefuse, refusal: refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(),
 			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
 	}
 	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
@@ -166,17 +168,17 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 		return &decision{act: actPass}
 	}
 	if claim != nil {
-		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
+		return &decision{act: actRefuse, refusal: refuse(rulecode.ClaimAndProtected, writes[0].table,
 			"the statement writes both a protected table and the claim table "+claim.QualifiedName.String(),
 			"claim the job first with the claim helpers, then write under the claim's epoch")}
 	}
 	if len(tree.Stmts) != 1 {
-		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
+		return &decision{act: actRefuse, refusal: refuse(rulecode.MultiStatement, writes[0].table,
 			fmt.Sprintf("a string of %d statements writes a protected table", len(tree.Stmts)),
 			"send each statement on its own so each can be fenced")}
 	}
 	if minParam(tree) < 1 {
-		return &decision{act: actRefuse, refusal: refuse(writes[0].table, "the statement uses a parameter numbered below $1",
+		return &decision{act: actRefuse, refusal: refuse(rulecode.ParamBelowOne, writes[0].table, "the statement uses a parameter numbered below $1",
 			"number parameters from $1")}
 	}
 	r.param = maxParam(tree) + 1
@@ -187,7 +189,7 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
 	}
 	for _, w := range writes {
 		if !r.done[w.node] {
-			return &decision{act: actRefuse, refusal: refuse(w.table,
+			return &decision{act: actRefuse, refusal: refuse(rulecode.UnfenceablePlace, w.table,
 				"the statement writes the table in a place sqlfence cannot fence",
 				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}
 		}
@@ -225,9 +227,13 @@ func guardMarker(tables []*Table) string {
 // name "sqlfence", or SQL written for MySQL or SQLite — which PostgreSQL reads as an
 // operator; the message says so.
 func parseRefusal(sql string, scan *pg.ScanResult, err error) *Error {
-	e := refuse(nil, "cannot parse the statement: "+err.Error(), "fix the SQL syntax; sqlfence never sends a statement it cannot read")
+	e := refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(), "fix the SQL syntax; sqlfence never sends a statement it cannot read")
+	if errors.As(err, new(*pgtree.BoundsError)) {
+		e.Code = rulecode.TooDeep
+	}
 	for _, t := range scan.Tokens {
 		if op := sql[t.Start:t.End]; t.Token == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
+			e.Code = rulecode.QuestionMarks
 			e.Reason += "; the statement uses ? placeholders"
 			e.Fix = `PostgreSQL numbers parameters $1, $2…; with sqlx call sqlx.BindDriver("sqlfence", sqlx.DOLLAR) ` +
 				"(or use github.com/sqlfence/sqlfence/contrib/sqlx), or rebind the query with sqlx.Rebind(sqlx.DOLLAR, query)"

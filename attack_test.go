@@ -516,6 +516,9 @@ func (o atkOutcome) String() string {
 
 func atkResult(err error) string {
 	var pgErr *pgconn.PgError
+	if p := codeProblem(err); p != "" {
+		return "error: " + p + ": " + abbrev(err.Error(), 160)
+	}
 	switch {
 	case err == nil:
 		return "ok"

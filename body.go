@@ -12,6 +12,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // judgeDo checks a DO block. A DO block has no parameters to carry an epoch, so a
@@ -29,7 +30,7 @@ func judgeDo(p *Policy, s *pg.DoStmt) *Error {
 		}
 	}
 	if lang != "plpgsql" {
-		return refuse(nil, "a DO block in language "+lang+", which sqlfence cannot read",
+		return refuse(rulecode.UnreadableBody, nil, "a DO block in language "+lang+", which sqlfence cannot read",
 			"run the statements as plain statements through the driver")
 	}
 	tag := "$sqlfence_do$"
@@ -44,7 +45,7 @@ func judgeDo(p *Policy, s *pg.DoStmt) *Error {
 // text is held to the parser's bounds as PL/pgSQL (pgtree.ParsePlpgsql): in create it
 // is one string token the bounds cannot see into, and its statements nest.
 func judgePlpgsql(p *Policy, what, body, create string) *Error {
-	unreadable := refuse(nil, what+" that sqlfence cannot read", "run the statements as plain statements through the driver")
+	unreadable := refuse(rulecode.UnreadableBody, nil, what+" that sqlfence cannot read", "run the statements as plain statements through the driver")
 	for _, text := range []string{body, create} {
 		if e := tooLarge(text); e != nil {
 			e.Reason = what + ": " + e.Reason
@@ -54,7 +55,7 @@ func judgePlpgsql(p *Policy, what, body, create string) *Error {
 	out, err := pgtree.ParsePlpgsql(create, body)
 	var be *pgtree.BoundsError
 	if errors.As(err, &be) {
-		return refuse(nil, what+": the body is "+be.Error(), "split it into simpler statements")
+		return refuse(rulecode.TooDeep, nil, what+": the body is "+be.Error(), "split it into simpler statements")
 	}
 	if err != nil {
 		unreadable.Reason += " (" + err.Error() + ")"
@@ -82,12 +83,12 @@ func judgePlpgsql(p *Policy, what, body, create string) *Error {
 					if p.judging != nil && p.judging.callsOnly {
 						break // only the calls are listed (a STABLE function's statements cannot write)
 					}
-					result = refuse(nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
+					result = refuse(rulecode.DynamicSQL, nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
 						"write the statements out in the body, or run them as plain statements through the driver")
 					return
 				case "PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query":
 					if m, ok := e.(map[string]any); ok && m["dynquery"] != nil && (p.judging == nil || !p.judging.callsOnly) {
-						result = refuse(nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
+						result = refuse(rulecode.DynamicSQL, nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
 							"write the statements out in the body, or run them as plain statements through the driver")
 						return
 					}
@@ -138,7 +139,7 @@ func plpgsqlStatement(q string, mode int) string {
 // body) nor a claim table.
 func judgeBodyText(p *Policy, what, q string) *Error {
 	if q == "" {
-		return refuse(nil, what+" holds an expression sqlfence cannot read", "run the statements as plain statements through the driver")
+		return refuse(rulecode.UnreadableBody, nil, what+" holds an expression sqlfence cannot read", "run the statements as plain statements through the driver")
 	}
 	tree, e := parseBounded(q)
 	if e != nil {
@@ -159,11 +160,11 @@ func judgeBodyText(p *Policy, what, q string) *Error {
 		return e
 	}
 	if len(writes) > 0 {
-		return refuse(writes[0].table, what+" writes the protected table, and no epoch reaches inside it",
+		return refuse(rulecode.BodyWrites, writes[0].table, what+" writes the protected table, and no epoch reaches inside it",
 			"run the write as a plain statement under sqlfence.WithEpoch")
 	}
 	if c := claimWrite(p, tree); c != nil {
-		return refuse(nil, what+" writes the claim table "+c.QualifiedName.String(),
+		return refuse(rulecode.ClaimWrite, nil, what+" writes the claim table "+c.QualifiedName.String(),
 			"claim jobs with the helpers in github.com/sqlfence/sqlfence/claim")
 	}
 	return nil
@@ -177,7 +178,7 @@ func judgeSQLBody(p *Policy, what, body string) *Error {
 // tooLarge refuses text larger than the 1 MiB sqlfence parses.
 func tooLarge(text string) *Error {
 	if len(text) > maxStatementBytes {
-		return refuse(nil, "a statement or body of more than the 1 MiB sqlfence parses", "split it")
+		return refuse(rulecode.TooLarge, nil, "a statement or body of more than the 1 MiB sqlfence parses", "split it")
 	}
 	return nil
 }
@@ -190,10 +191,10 @@ func parseBounded(text string) (*pg.ParseResult, *Error) {
 	tree, err := pgtree.Parse(text, pgtree.Limit)
 	var be *pgtree.BoundsError
 	if errors.As(err, &be) {
-		return nil, refuse(nil, "the text is "+be.Error(), "split it into simpler statements")
+		return nil, refuse(rulecode.TooDeep, nil, "the text is "+be.Error(), "split it into simpler statements")
 	}
 	if err != nil {
-		return nil, refuse(nil, "cannot parse: "+err.Error(), "fix the SQL syntax; sqlfence never sends what it cannot read")
+		return nil, refuse(rulecode.ParseError, nil, "cannot parse: "+err.Error(), "fix the SQL syntax; sqlfence never sends what it cannot read")
 	}
 	return tree, nil
 }

@@ -291,17 +291,21 @@ func (s CacheStats) HitRate() float64 {
 //	st, _ := sqlfence.CacheStatsOf(connector)
 //
 // ok is false for any other connector. Counters are read without stopping lookups,
-// so a snapshot taken under load is consistent per field, not across fields.
+// so a snapshot taken under load is consistent per field, not across fields. Hits,
+// Misses and Evictions count from the connector's start, across the fresh caches
+// that reading the catalog again (resolve: catalog) begins.
 func CacheStatsOf(c driver.Connector) (st CacheStats, ok bool) {
 	fc, ok := c.(*connector)
 	if !ok {
 		return CacheStats{}, false
 	}
-	f := fc.enforcer.Load()
-	if f == nil {
-		return CacheStats{}, false
-	}
-	return f.cache.stats(), true
+	fc.resolveMu.Lock() // retired and the enforcer change together, under it
+	defer fc.resolveMu.Unlock()
+	st = fc.enforcer.Load().cache.stats()
+	st.Hits += fc.retired.Hits
+	st.Misses += fc.retired.Misses
+	st.Evictions += fc.retired.Evictions
+	return st, true
 }
 
 func (c *cache) stats() CacheStats {

@@ -86,6 +86,9 @@ func (f *snapshotFixture) refused(t *testing.T, stmt string, states []string, wa
 			t.Errorf("%s (%s): err = %v, want ErrRefused", stmt, e.name, err)
 			continue
 		}
+		if p := codeProblem(err); p != "" {
+			t.Errorf("%s (%s): %s", stmt, e.name, p)
+		}
 		for _, w := range want {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s (%s): the refusal does not say %q: %v", stmt, e.name, w, err)
@@ -417,6 +420,9 @@ func TestSnapshotCheckCatalog(t *testing.T) {
 	got := map[string]string{}
 	for _, f := range findings {
 		got[f.Kind+" "+f.Name+" on "+f.Relation] = f.Events + ": " + f.Message
+		if want := map[string]string{"foreign key": "SF501", "trigger": "SF502", "rule": "SF503"}[f.Kind]; f.Code != want {
+			t.Errorf("finding %s %s: code %q, want %s", f.Kind, f.Name, f.Code, want)
+		}
 	}
 	for k, want := range map[string]string{
 		"foreign key lots_warehouse_fkey on public.warehouse": "cascades into the protected table public.lots",

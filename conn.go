@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
@@ -28,11 +30,14 @@ type conn struct {
 
 // usable checks, before each statement, that the server still reads text as sqlfence
 // parses it (pinned.go).
-func (c *conn) usable() error {
+func (c *conn) usable(ctx context.Context, query string) error {
 	if c.broken == nil && c.params != nil {
 		c.broken = checkPinned(c.params)
 	}
 	if c.broken != nil {
+		if c.enf.observing {
+			c.enf.emit(ctx, Event{Outcome: OutcomeRefuse, Statement: query, Err: c.broken}, false)
+		}
 		return c.broken
 	}
 	return nil
@@ -55,20 +60,25 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.usable(); err != nil {
+	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
 	d := c.lookup(query)
 	send := query
 	switch {
 	case c.enf.policy.Enforce == EnforceShadow:
-		if d.act == actRefuse {
-			c.enf.log.WarnContext(ctx, "sqlfence shadow: would refuse", "error", d.refusal.forStatement(query, 0).Error())
+		if d.act == actRefuse && c.enf.observing {
+			epoch, _ := EpochFrom(ctx)
+			c.enf.noteError(ctx, d.refusal.forStatement(query, epoch), query, epoch) // the shadow tally logs it
 		}
 		d = passDecision
 	case d.act == actRefuse:
 		epoch, _ := EpochFrom(ctx)
-		return nil, d.refusal.forStatement(query, epoch)
+		err := d.refusal.forStatement(query, epoch)
+		if c.enf.observing {
+			c.enf.noteError(ctx, err, query, epoch)
+		}
+		return nil, err
 	case d.act == actRewrite:
 		send = d.sql
 	}
@@ -241,7 +251,7 @@ func (c *conn) catalogChanged(ctx context.Context, eff catalogEffect) error {
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.usable(); err != nil {
+	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
 	execer, ok := c.inner.(driver.ExecerContext)
@@ -251,6 +261,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	d := c.lookup(query)
 	if d.act == actPass {
+		if c.enf.observing {
+			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
 		res, err := execer.ExecContext(ctx, query, args)
 		if err == nil && d.catalog != 0 {
 			err = c.catalogChanged(ctx, d.catalog)
@@ -277,7 +290,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.usable(); err != nil {
+	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
 	queryer, ok := c.inner.(driver.QueryerContext)
@@ -286,6 +299,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	d := c.lookup(query)
 	if d.act == actPass {
+		if c.enf.observing {
+			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
 		rows, err := queryer.QueryContext(ctx, query, args)
 		if err == nil && d.catalog != 0 {
 			return c.afterRows(ctx, rows, d.catalog), nil
@@ -391,9 +407,16 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 	}
 	reason, ok := unfencedReason(ctx)
 	if !ok || !c.enf.policy.AllowUnfenced {
-		return nil, &Error{Kind: ErrUnfenced, Reason: "the raw driver connection bypasses the fence",
+		err := &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw driver connection bypasses the fence",
 			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
+		if c.enf.observing {
+			c.enf.emit(ctx, Event{Outcome: OutcomeUnfenced, Err: err}, false) // refused in shadow mode too
+		}
+		return nil, err
 	}
-	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "reason", reason)
+	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "code", rulecode.RawConnAllowed, "reason", reason)
+	if c.enf.observing {
+		c.enf.noteLetThrough(ctx, rulecode.RawConnAllowed, "", "")
+	}
 	return c.inner, nil
 }

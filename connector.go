@@ -31,8 +31,9 @@ import (
 // server. sqlfence refuses statements that change it; the registered driver also pins
 // it in the startup message, so a role or database default cannot turn it off.
 //
-// Options set the logger and the decision cache's bounds ([WithLogger],
-// [WithCacheLimits]).
+// Options set the logger, the decision cache's bounds, an observer of every decision,
+// and shadow mode's summary ([WithLogger], [WithCacheLimits], [WithObserver],
+// [WithShadowSummary]).
 //
 // NewConnector panics when p is nil, was not made by [LoadPolicy] or [ParsePolicy], or
 // was changed into something ParsePolicy would reject, and when inner is nil or an
@@ -52,7 +53,7 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if inner == nil {
 		return nil, errors.New("sqlfence: NewConnector: nil inner connector")
 	}
-	cfg := connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes}
+	cfg := connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes, shadowEvery: defaultShadowSummary}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlfence: NewConnector: nil option")
@@ -64,6 +65,9 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	fp, err := p.compile()
 	if err != nil {
 		return nil, err
+	}
+	if fp.Enforce == EnforceShadow {
+		cfg.shadow = newShadowTally(cfg.shadowEvery)
 	}
 	c := &connector{inner: inner, cfg: cfg, base: fp}
 	c.enforcer.Store(newEnforcer(fp, cfg))
@@ -83,6 +87,9 @@ type connector struct {
 	// that the first succeeded, so a failure (the database not up yet) is retried.
 	resolveMu sync.Mutex
 	resolved  bool
+	// retired holds the counts of the caches the catalog reads replaced, so that
+	// CacheStatsOf's counters only grow.
+	retired CacheStats
 }
 
 var (
@@ -105,6 +112,9 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	cn := &conn{inner: ic, cn: c, enf: f, params: reporterOf(ic)}
 	if err := checkPinned(cn.params); err != nil {
 		ic.Close()
+		if f.observing {
+			f.emit(ctx, Event{Outcome: OutcomeRefuse, Err: err}, false) // refused in shadow mode too
+		}
 		return nil, err
 	}
 	return cn, nil
@@ -136,7 +146,12 @@ func (c *connector) reload(ctx context.Context, ic driver.Conn) (*enforcer, erro
 		return nil, err
 	}
 	f := newEnforcer(p, c.cfg)
-	c.enforcer.Store(f)
+	if old := c.enforcer.Swap(f); old != nil {
+		st := old.cache.stats()
+		c.retired.Hits += st.Hits
+		c.retired.Misses += st.Misses
+		c.retired.Evictions += st.Evictions
+	}
 	c.resolved = true
 	return f, nil
 }

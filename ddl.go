@@ -13,16 +13,17 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // refuseFenceDDL is the refusal for DDL that moves the fence's ground.
 func refuseFenceDDL(t *Table, what string) *Error {
-	return refuse(t, what+" changes which rows are protected or how the fence reads them, so it is not run on a fenced connection even with `ddl: allow`",
+	return refuse(rulecode.FenceDDL, t, what+" changes which rows are protected or how the fence reads them, so it is not run on a fenced connection even with `ddl: allow`",
 		"run it as a reviewed migration outside the driver, then update the policy and re-run `sqlfence guard`")
 }
 
 func refuseCodeDDL(what string) *Error {
-	return refuse(nil, what+" creates code whose effect on protected tables sqlfence cannot read, so it is not run on a fenced connection even with `ddl: allow`",
+	return refuse(rulecode.CodeDDL, nil, what+" creates code whose effect on protected tables sqlfence cannot read, so it is not run on a fenced connection even with `ddl: allow`",
 		"run it as a reviewed migration outside the driver")
 }
 
@@ -82,7 +83,7 @@ func admitDDL(p *Policy, n *pg.Node) *Error {
 				return e
 			}
 			if t := tableIn(p, a.ProtoReflect()); t != nil {
-				return refuse(t, "a rule that writes a protected table runs without the fence",
+				return refuse(rulecode.BodyWrites, t, "a rule that writes a protected table runs without the fence",
 					"write the table with plain statements under an epoch")
 			}
 		}
@@ -101,7 +102,7 @@ func admitDDL(p *Policy, n *pg.Node) *Error {
 	case *pg.Node_AlterFunctionStmt, *pg.Node_AlterOperatorStmt:
 		return refuseCodeDDL("ALTER FUNCTION or ALTER OPERATOR")
 	case *pg.Node_AlterSystemStmt, *pg.Node_AlterDatabaseSetStmt, *pg.Node_AlterRoleSetStmt:
-		return refuse(nil, "changing server, database or role defaults is not run on a fenced connection: a default such as client_encoding changes how later sessions read statements",
+		return refuse(rulecode.Defaults, nil, "changing server, database or role defaults is not run on a fenced connection: a default such as client_encoding changes how later sessions read statements",
 			"change defaults as a reviewed migration outside the driver")
 	case *pg.Node_DropStmt:
 		return admitDrop(p, s.DropStmt)
@@ -332,7 +333,7 @@ func admitRoutine(p *Policy, f *pg.CreateFunctionStmt) *Error {
 	case lang == "plpgsql":
 		text, err := pgtree.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: plpgsqlHeader(f)}}})
 		if err != nil {
-			return refuse(nil, what+" cannot be read back", "create it as a migration outside the driver")
+			return refuse(rulecode.UnreadableBody, nil, what+" cannot be read back", "create it as a migration outside the driver")
 		}
 		return judgePlpgsql(p, what, body, text)
 	}
@@ -376,12 +377,12 @@ func judgeBodyNode(p *Policy, what string, n *pg.Node) *Error {
 		return e
 	}
 	if t := tableIn(p, n.ProtoReflect()); t != nil {
-		return refuse(t, what+" writes the protected table, and no epoch reaches inside it",
+		return refuse(rulecode.BodyWrites, t, what+" writes the protected table, and no epoch reaches inside it",
 			"run the write as a plain statement under sqlfence.WithEpoch")
 	}
 	tree := &pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: n}}}
 	if c := claimWrite(p, tree); c != nil {
-		return refuse(nil, what+" writes the claim table "+c.QualifiedName.String(),
+		return refuse(rulecode.ClaimWrite, nil, what+" writes the claim table "+c.QualifiedName.String(),
 			"claim jobs with the helpers in github.com/sqlfence/sqlfence/claim")
 	}
 	return nil

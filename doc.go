@@ -41,8 +41,17 @@
 // FROM, a shape it does not understand) fails with [ErrRefused] and is never sent. A
 // fenced write that matched only rows a newer epoch wrote fails with [ErrFenced]; in
 // strict mode, a second write of the same row by the same epoch fails with
-// [ErrAlreadyWritten]. Each is an [*Error] carrying the table, the epochs and the fix.
+// [ErrAlreadyWritten]. Each is an [*Error] carrying the table, the epochs, the fix and
+// a stable rule code (Error.Code, "SF301"; the README lists them).
 //
 // [Policy.Plan] shows what sqlfence would do with a statement without a database; the
 // sqlfence command (cmd/sqlfence) lints SQL files with the same analysis.
+//
+// # Watching it
+//
+// [WithObserver] hands every decision to a function (the contrib/otel module makes
+// OpenTelemetry metrics and span events of them). Under `enforce: shadow` statements
+// are sent as written and the connector counts what enforcement would have done, per
+// rule code and statement shape: [ShadowReportOf], and a periodic summary through the
+// connector's logger.
 package sqlfence

@@ -70,7 +70,15 @@ func (d Driver) Open(dsn string) (driver.Conn, error) {
 // sql.Open("pgx", name): sql.Open("sqlfence", name+" sqlfence_policy=PATH"), or the
 // name alone with SQLFENCE_POLICY. The registered config is used, with the startup
 // parameters above added to it.
-func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
+func (Driver) OpenConnector(dsn string) (driver.Connector, error) { return OpenConnector(dsn) }
+
+// OpenConnector is [Driver.OpenConnector] with connector options ([WithObserver],
+// [WithLogger], …), for programs that open the registered driver's connections with
+// sql.OpenDB:
+//
+//	connector, err := sqlfence.OpenConnector(dsn, sqlfence.WithLogger(logger))
+//	db := sql.OpenDB(connector)
+func OpenConnector(dsn string, opts ...ConnectorOption) (driver.Connector, error) {
 	path, innerDSN, err := splitPolicyParam(dsn)
 	if err != nil {
 		return nil, err
@@ -89,12 +97,12 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, err := pgx.ParseConfig(innerDSN)
 	if err != nil {
 		if registeredName(innerDSN) {
-			return newConnector(&registeredConnector{name: innerDSN}, p)
+			return newConnector(&registeredConnector{name: innerDSN}, p, opts...)
 		}
 		return nil, err
 	}
 	pinStartup(cfg)
-	return newConnector(stdlib.GetConnector(*cfg), p)
+	return newConnector(stdlib.GetConnector(*cfg), p, opts...)
 }
 
 // pinStartup sets the startup parameters every connection of the registered driver

@@ -325,24 +325,27 @@ func TestRefusals(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "testdata/sqlfence.yaml")
 	ctx := sqlfence.WithEpoch(context.Background(), 7)
-	for _, stmt := range []string{
-		`TRUNCATE inventory`,
-		`COPY inventory (sku, quantity) FROM STDIN`,
-		`UPDATE inventory SET quantity = 0, writer_epoch = 99`,
-		`INSERT INTO inventory VALUES ('z', 1, NULL, 99)`,
-		`INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ('z', 1, 99)`,
-		`UPDATE inventory SET quantity = 0 WHERE CURRENT OF c`,
-		`DELETE FROM inventory WHERE CURRENT OF c`,
-		`SELECT 1; UPDATE inventory SET quantity = 0`,
-		`PREPARE p AS UPDATE inventory SET quantity = 0`,
-		`DO $$ BEGIN UPDATE inventory SET quantity = 0; END $$`,
-		`CALL billing.recalc()`,
-		`SELECT billing.recalc()`,
-		`UPDATE inventory SET`,
-		`CREATE RULE r AS ON INSERT TO staging DO ALSO UPDATE inventory SET quantity = 0`,
-		`COPY (DELETE FROM inventory RETURNING sku) TO STDOUT`,
-		`UPDATE inventory SET quantity = ` + strings.Repeat("1+", 5000) + `1`,
+	for _, tc := range []struct{ stmt, code string }{
+		{`TRUNCATE inventory`, "SF301"},
+		{`COPY inventory (sku, quantity) FROM STDIN`, "SF302"},
+		{`UPDATE inventory SET quantity = 0, writer_epoch = 99`, "SF303"},
+		{`INSERT INTO inventory VALUES ('z', 1, NULL, 99)`, "SF304"},
+		{`INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ('z', 1, 99)`, "SF303"},
+		{`UPDATE inventory SET quantity = 0 WHERE CURRENT OF c`, "SF305"},
+		{`DELETE FROM inventory WHERE CURRENT OF c`, "SF305"},
+		{`SELECT 1; UPDATE inventory SET quantity = 0`, "SF306"},
+		{`PREPARE p AS UPDATE inventory SET quantity = 0`, "SF406"},
+		{`DO $$ BEGIN UPDATE inventory SET quantity = 0; END $$`, "SF416"},
+		{`CALL billing.recalc()`, "SF410"},
+		{`SELECT billing.recalc()`, "SF410"},
+		{`UPDATE inventory SET`, "SF320"},
+		{`CREATE RULE r AS ON INSERT TO staging DO ALSO UPDATE inventory SET quantity = 0`, "SF401"},
+		{`COPY (DELETE FROM inventory RETURNING sku) TO STDOUT`, "SF308"},
+		{`UPDATE inventory SET quantity = ` + strings.Repeat("1+", 5000) + `1`, "SF323"},
+		{`UPDATE inventory SET quantity = $0`, "SF307"},
+		{`SELECT set_config($1, 'off', false)`, "SF405"},
 	} {
+		stmt := tc.stmt
 		_, err := f.fenced.ExecContext(ctx, stmt)
 		if !errors.Is(err, sqlfence.ErrRefused) {
 			t.Errorf("%.80s: err = %v, want ErrRefused", stmt, err)
@@ -353,6 +356,12 @@ func TestRefusals(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), ";") {
 			t.Errorf("%.80s: refusal does not say what to do: %v", stmt, err)
+		}
+		if p := codeProblem(err); p != "" {
+			t.Errorf("%.80s: %s", stmt, p)
+		}
+		if e := (*sqlfence.Error)(nil); !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(err.Error(), "["+tc.code+"]") {
+			t.Errorf("%.80s: rule code %q, want %s: %v", stmt, e.Code, tc.code, err)
 		}
 	}
 	if got := f.state(t, inventoryState); got != "a:10:5 b:20:5" {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -75,10 +77,11 @@ func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where 
 
 	epoch, ok := EpochFrom(ctx)
 	if !ok {
-		e := &Error{Kind: ErrUnfenced, Table: ref.String(),
+		e := &Error{Kind: ErrUnfenced, Code: rulecode.NoEpoch, Table: ref.String(),
 			Reason: "the early check compares the rows' epochs with the claim's, and the context has no epoch",
 			Fix:    "run it under the handler's context: sqlfence.WithEpoch(ctx, claim.Epoch), or claim.Lease.Context()"}
 		if v, bad := ctx.Value(epochKey{}).(invalidEpoch); bad {
+			e.Code = rulecode.BadEpoch
 			e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
 			e.Fix = "pass the epoch the claim returned; epochs start at 1"
 		}
@@ -105,7 +108,7 @@ func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where 
 	if !stored.Valid || stored.Int64 <= epoch {
 		return nil
 	}
-	return noteFenced(ctx, &Error{Kind: ErrFenced, Table: ref.String(), Epoch: epoch,
+	return noteFenced(ctx, &Error{Kind: ErrFenced, Code: rulecode.FencedEarly, Table: ref.String(), Epoch: epoch,
 		StoredEpoch: stored.Int64, HasStored: true, Statement: query,
 		Reason: fmt.Sprintf("early check: a row this execution is about to touch was written at epoch %d, by a newer claim", stored.Int64),
 		Fix: "stop the handler before acting, and do not retry with this epoch: this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +

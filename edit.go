@@ -10,6 +10,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 	"google.golang.org/protobuf/proto"
 )
@@ -42,7 +43,7 @@ type rewriter struct {
 
 func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
 	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
-		return refuse(nil, "the statement is "+msg,
+		return refuse(rulecode.TooDeep, nil, "the statement is "+msg,
 			"split the statement, or pass long lists of values as an array parameter")
 	}
 	r.toks = make([]token, 0, len(scan.Tokens))

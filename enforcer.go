@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -21,10 +24,16 @@ type enforcer struct {
 	policy *Policy
 	cache  *cache
 	log    *slog.Logger
+
+	observer  func(context.Context, Event) // WithObserver's, or nil
+	shadow    *shadowTally                 // under enforce: shadow, else nil
+	observing bool                         // either is set: call note (observe.go)
+	names     sync.Map                     // *Table → its name in events (observe.go)
 }
 
 func newEnforcer(p *Policy, cfg connectorConfig) *enforcer {
-	return &enforcer{policy: p, cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger}
+	return &enforcer{policy: p, cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger,
+		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil}
 }
 
 // decision returns the decision for query, from the cache when it has been seen.
@@ -39,14 +48,15 @@ func (f *enforcer) decision(query string) *decision {
 
 // call is one execution of a decided statement: the text and arguments to send.
 type call struct {
-	d      *decision
-	query  string // the application's text
-	send   string // the text to send
-	args   []driver.NamedValue
-	user   []driver.NamedValue // the application's arguments without pgx's option values
-	epoch  int64
-	fenced bool        // the sent statement carries the fence
-	claim  *claimCheck // the sent statement checks this claim (d is then its variant)
+	d       *decision
+	query   string // the application's text
+	send    string // the text to send
+	args    []driver.NamedValue
+	user    []driver.NamedValue // the application's arguments without pgx's option values
+	epoch   int64
+	fenced  bool        // the sent statement carries the fence
+	claim   *claimCheck // the sent statement checks this claim (d is then its variant)
+	checked bool        // check queried the server about the result
 }
 
 // bind decides what one execution sends. Refusals and unfenced writes become errors
@@ -57,6 +67,9 @@ type call struct {
 func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (call, error) {
 	c := call{d: d, query: query, send: query, args: args}
 	if d.act == actPass {
+		if f.observing {
+			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
 		return c, nil
 	}
 	// EpochFrom, keeping the interface value: sending it as the epoch argument reuses
@@ -69,9 +82,12 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 	switch {
 	case d.act == actClaim:
 		if claimctx.From(ctx) {
+			if f.observing {
+				f.note(ctx, Event{Outcome: OutcomePass, Statement: query, Epoch: epoch})
+			}
 			return c, nil
 		}
-		err = &Error{Kind: ErrRefused, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
+		err = &Error{Kind: ErrRefused, Code: rulecode.ClaimWrite, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
 			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claim.StatusColumn) + " or " + sqlident.Quote(d.claim.EpochColumn) +
 				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",
 			Fix: "claim, renew and complete jobs with the helpers in github.com/sqlfence/sqlfence/claim"}
@@ -79,14 +95,17 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		err = d.refusal.forStatement(query, epoch)
 	case !hasEpoch:
 		if reason, ok := unfencedReason(ctx); ok && f.policy.AllowUnfenced {
-			f.log.WarnContext(ctx, "sqlfence: unfenced write", "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
+			f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
+			if f.observing {
+				f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.table(), query)
+			}
 			return c, nil
 		}
 		err = f.unfenced(ctx, d, query)
 	default:
 		if cc := claimFrom(ctx); cc != nil && d.act == actRewrite {
 			if cc.err != "" {
-				err = &Error{Kind: ErrRefused, Table: d.table(), Epoch: epoch, Statement: query,
+				err = &Error{Kind: ErrRefused, Code: rulecode.ClaimUnusable, Table: d.table(), Epoch: epoch, Statement: query,
 					Reason: "the context's claim (sqlfence.WithClaim) is unusable: " + cc.err,
 					Fix:    "give WithClaim the claim table, its key and epoch columns as written in SQL, and the job's key"}
 				break
@@ -101,12 +120,17 @@ func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []d
 		err = checkArgs(d, query, epoch, args, &c)
 	}
 	if err != nil {
+		if f.observing {
+			f.noteError(ctx, err, query, epoch)
+		}
 		if f.policy.Enforce == EnforceShadow {
-			f.log.WarnContext(ctx, "sqlfence shadow: would fail", "error", err.Error())
-			c.send, c.args = query, args
+			c.send, c.args = query, args // logged by the shadow tally
 			return c, nil
 		}
 		return call{}, err
+	}
+	if f.observing {
+		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(d), Statement: query, Epoch: epoch})
 	}
 	if f.policy.Enforce == EnforceShadow {
 		return call{d: d, query: query, send: query, args: args}, nil
@@ -136,24 +160,28 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 	if _, ok := nv.Value.(pgx.QueryRewriter); !ok {
 		return nil
 	}
-	err := &Error{Kind: ErrRefused,
+	err := &Error{Kind: ErrRefused, Code: rulecode.RewritingArgument,
 		Reason: "an argument that rewrites the SQL text (a pgx query rewriter such as pgx.NamedArgs): the text sent would not be the text sqlfence checked",
 		Fix:    "use positional $n parameters"}
+	if f.observing {
+		f.noteError(context.Background(), err, "", 0)
+	}
 	if f.policy.Enforce == EnforceShadow {
-		f.log.Warn("sqlfence shadow: would fail", "error", err.Error())
-		return nil
+		return nil // logged by the shadow tally
 	}
 	return err
 }
 
 func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) error {
-	e := &Error{Kind: ErrUnfenced, Table: d.table(), Statement: query,
+	e := &Error{Kind: ErrUnfenced, Code: rulecode.NoEpoch, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",
 		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
 	if v, ok := ctx.Value(epochKey{}).(invalidEpoch); ok {
+		e.Code = rulecode.BadEpoch
 		e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
 		e.Fix = "pass the epoch the claim returned; epochs start at 1"
 	} else if _, ok := unfencedReason(ctx); ok {
+		e.Code = rulecode.UnfencedDenied
 		e.Reason = "sqlfence.Unfenced was used but the policy does not allow unfenced writes"
 		e.Fix = "set `unfenced: allow` in the policy, or run the write under sqlfence.WithEpoch"
 	}
@@ -168,11 +196,11 @@ func checkArgs(d *decision, query string, epoch int64, args []driver.NamedValue,
 	options := 0
 	for _, a := range args {
 		if a.Name != "" {
-			return d.refuseArgs(query, epoch, "named argument "+a.Name, "use positional $n parameters")
+			return d.refuseArgs(rulecode.RewritingArgument, query, epoch, "named argument "+a.Name, "use positional $n parameters")
 		}
 		switch a.Value.(type) {
 		case pgx.QueryRewriter:
-			return d.refuseArgs(query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
+			return d.refuseArgs(rulecode.RewritingArgument, query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
 		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
 			options++
 		}
@@ -188,14 +216,14 @@ func checkArgs(d *decision, query string, epoch int64, args []driver.NamedValue,
 		}
 	}
 	if len(c.user) != d.epochParam-1 {
-		return d.refuseArgs(query, epoch, fmt.Sprintf("%d arguments for a statement whose highest parameter is $%d", len(c.user), d.epochParam-1),
+		return d.refuseArgs(rulecode.ArgumentCount, query, epoch, fmt.Sprintf("%d arguments for a statement whose highest parameter is $%d", len(c.user), d.epochParam-1),
 			fmt.Sprintf("pass exactly one argument per parameter $1…$%d: the epoch becomes $%d", d.epochParam-1, d.epochParam))
 	}
 	return nil
 }
 
-func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error {
-	return &Error{Kind: ErrRefused, Table: d.table(), Epoch: epoch, Statement: query,
+func (d *decision) refuseArgs(code, query string, epoch int64, what, fix string) error {
+	return &Error{Kind: ErrRefused, Code: code, Table: d.table(), Epoch: epoch, Statement: query,
 		Reason: "a protected write with " + what, Fix: fix}
 }
 
@@ -204,9 +232,17 @@ func (d *decision) refuseArgs(query string, epoch int64, what, fix string) error
 // written", no matching row is an ordinary result. With WithExactAccounting, a write
 // that affected rows is also checked for matching rows the fence kept. Only these
 // paths query again; the normal path costs no extra round trip.
-func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
+func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) (err error) {
 	if !c.fenced {
 		return nil
+	}
+	if f.observing {
+		start := time.Now()
+		defer func() {
+			if c.checked || err != nil {
+				f.noteCheck(ctx, c, start, err)
+			}
+		}()
 	}
 	if c.claim != nil && affected == 0 {
 		// A claim-checked write that wrote nothing: first ask whether the claim
@@ -228,12 +264,13 @@ func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected i
 // superseded reads the claim row of a claim-checked write and returns ErrFenced when
 // it no longer holds the write's epoch; nil while the claim is current.
 func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error {
+	c.checked = true
 	rows, err := queryConn(ctx, q, c.claim.lookupText(), []driver.NamedValue{{Ordinal: 1, Value: c.claim.value}})
 	if err != nil {
 		return checkFailed(err)
 	}
 	defer rows.Close()
-	e := &Error{Kind: ErrFenced, Table: c.d.table(), Epoch: c.epoch, Statement: c.query,
+	e := &Error{Kind: ErrFenced, Code: rulecode.FencedClaim, Table: c.d.table(), Epoch: c.epoch, Statement: c.query,
 		Fix: "this execution is superseded: stop the handler and do not retry with this epoch; the newer claim finishes the job"}
 	dest := make([]driver.Value, 1)
 	switch err := rows.Next(dest); {
@@ -283,11 +320,16 @@ func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err e
 	if !epochColumn {
 		return err
 	}
-	if ferr := f.superseded(ctx, q, c); ferr != nil {
-		if errors.Is(ferr, ErrFenced) {
-			return noteFenced(ctx, ferr)
-		}
-		return err
+	start := time.Now()
+	ferr := f.superseded(ctx, q, c)
+	if !errors.Is(ferr, ErrFenced) {
+		ferr = nil // the claim is current, or the check failed: the server's error stands
+	}
+	if f.observing {
+		f.noteCheck(ctx, c, start, ferr)
+	}
+	if ferr != nil {
+		return noteFenced(ctx, ferr)
 	}
 	return err
 }
@@ -295,7 +337,7 @@ func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err e
 func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	cl := c.d.classify
 	t := cl.table
-	fenced := &Error{Kind: ErrFenced, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
+	fenced := &Error{Kind: ErrFenced, Code: rulecode.FencedRow, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 		Reason: "a newer claim has written the rows this statement matches",
 		Fix: "stop the handler and do not retry with this epoch: either this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
 			"release the job so it runs again under a newer epoch, and run handlers under the claim (sqlfence.WithClaim) to tell the two apart"}
@@ -326,6 +368,7 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 		args[i] = driver.NamedValue{Ordinal: i + 1, Value: c.user[a].Value}
 	}
 	args[len(cl.args)] = driver.NamedValue{Ordinal: len(args), Value: c.epoch}
+	c.checked = true
 	rows, err := queryConn(ctx, q, cl.query, args)
 	if err != nil {
 		return checkFailed(err)
@@ -360,7 +403,7 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 		}
 		return fenced
 	case stored == c.epoch && t.Mode == ModeStrict:
-		return &Error{Kind: ErrAlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
+		return &Error{Kind: ErrAlreadyWritten, Code: rulecode.AlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 			StoredEpoch: stored, HasStored: true,
 			Reason: "already written by this epoch: this execution wrote the row before, and strict mode allows one write per row per epoch",
 			Fix:    "use mode: repeatable for this table if this handler writes a row more than once"}

@@ -27,6 +27,7 @@ var (
 // Error is the concrete error behind every sentinel.
 type Error struct {
 	Kind        error  // ErrFenced, ErrUnfenced, ErrRefused or ErrAlreadyWritten
+	Code        string // the rule, stable across releases ("SF301": TRUNCATE of a protected table); the README lists every code
 	Table       string // the protected table, as the policy names it ("" when not about one table)
 	Epoch       int64  // this execution's epoch (0 when the context had none)
 	StoredEpoch int64  // the epoch found on the row, valid when HasStored
@@ -42,6 +43,9 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Kind.Error())
+	if e.Code != "" {
+		fmt.Fprintf(&b, " [%s]", e.Code)
+	}
 	if e.Table != "" {
 		fmt.Fprintf(&b, ": table %s", e.Table)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqlfence/sqlfence/internal/pgfunc"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // admitCalls judges every function call anywhere under root.
@@ -40,14 +41,14 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 	schema, fn := pgtree.FuncName(name)
 	shown := nameOf(name)
 	if fn == "" {
-		return refuse(nil, how+" of a function sqlfence cannot name", "call functions by name")
+		return refuse(rulecode.UnjudgedCall, nil, how+" of a function sqlfence cannot name", "call functions by name")
 	}
 	if p.judging != nil && p.judging.callsOnly {
 		p.catalog.collect(p.judging, schema, fn)
 		return nil
 	}
 	if p.MatchFunction(schema, fn) {
-		return refuse(nil, how+" of "+shown+", which the policy lists as writing protected tables",
+		return refuse(rulecode.ListedFunction, nil, how+" of "+shown+", which the policy lists as writing protected tables",
 			"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
 	}
 	if p.matchSafeFunction(schema, fn) {
@@ -62,12 +63,12 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 			}
 			builtin = true
 		case pgfunc.RunsQueryText(fn):
-			return refuse(nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
+			return refuse(rulecode.SQLTextFunction, nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
 				"run the query itself through the driver")
 		}
 		if v, ok := p.builtinVolatility(fn); ok && !builtin {
 			if v == pgfunc.Volatile && !pgfunc.HarmlessVolatile(fn) {
-				return refuse(nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
+				return refuse(rulecode.VolatileBuiltin, nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
 					"call it outside the driver (a separate connection without sqlfence)")
 			}
 			builtin = true
@@ -82,10 +83,10 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 		return nil
 	}
 	if p.catalog != nil {
-		return refuse(nil, how+" of "+shown+": no function of that name was in the catalog when sqlfence read it",
+		return refuse(rulecode.UnjudgedCall, nil, how+" of "+shown+": no function of that name was in the catalog when sqlfence read it",
 			"create it before the application connects, or through the driver with `ddl: allow`; or list it under safe_functions: in the policy")
 	}
-	return refuse(nil, how+" of "+shown+": sqlfence cannot tell whether it writes a protected table (no epoch reaches inside a function)",
+	return refuse(rulecode.UnjudgedCall, nil, how+" of "+shown+": sqlfence cannot tell whether it writes a protected table (no epoch reaches inside a function)",
 		"if it writes no protected table, list it under safe_functions: in the policy; if it does, write those tables with plain statements under an epoch")
 }
 

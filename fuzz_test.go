@@ -12,6 +12,8 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // FuzzRewrite checks decide, the function every statement goes through, against
@@ -36,7 +38,7 @@ import (
 //     PREPARE a write to, CALL a listed function on, or mention in a DO block, one);
 //     a statement that does not parse may pass only when it names no protected table
 //     or listed function, so that the pre-check could not match it;
-//   - a refusal carries an error matching ErrRefused;
+//   - a refusal carries an error matching ErrRefused, with a refusal's rule code;
 //   - under a claim (stale: row, and every table under stale: claim) the same holds
 //     with the claim check in place of the epoch: every stamp is the check, every
 //     fence compares with it (stale: claim: requires it non-NULL), the claim's key
@@ -94,6 +96,9 @@ func checkDecisionUnder(p *Policy, sql string, d *decision, cl *fuzzClaim) []str
 	case actRefuse:
 		if d.refusal == nil || d.refusal.Kind != ErrRefused {
 			return []string{fmt.Sprintf("refusal without an ErrRefused error: %#v", d.refusal)}
+		}
+		if info, ok := rulecode.Lookup(d.refusal.Code); !ok || info.Kind != rulecode.KindRefused {
+			return []string{fmt.Sprintf("refusal without a refusal's rule code: %#v", d.refusal)}
 		}
 		return nil
 	case actPass:

@@ -3,8 +3,10 @@
 package sqlfence
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // A ConnectorOption configures a connector made by [NewConnector].
@@ -14,11 +16,14 @@ type connectorConfig struct {
 	logger       *slog.Logger
 	cacheEntries int
 	cacheBytes   int
+	observer     func(context.Context, Event)
+	shadowEvery  time.Duration
+	shadow       *shadowTally // under enforce: shadow; kept across catalog reloads
 }
 
-// WithLogger sends the connector's log lines (shadow-mode reports, writes let through
-// by [Unfenced], raw connections handed out) to l instead of slog.Default. nil keeps
-// slog.Default.
+// WithLogger sends every line the connector logs (shadow mode's new failing shapes and
+// summaries, writes let through by [Unfenced], raw connections handed out, a failed
+// catalog read) to l instead of slog.Default. nil keeps slog.Default.
 func WithLogger(l *slog.Logger) ConnectorOption {
 	return func(c *connectorConfig) error {
 		if l != nil {

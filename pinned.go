@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // parameterReporter is what pgx's connection tells of the server's reported settings.
@@ -41,6 +43,6 @@ func checkPinned(r parameterReporter) *Error {
 	default:
 		return nil
 	}
-	return refuse(nil, "the session's "+why+", so the server would read statements differently from sqlfence (a role or database default, or a change made where sqlfence could not see it)",
+	return refuse(rulecode.SessionSettings, nil, "the session's "+why+", so the server would read statements differently from sqlfence (a role or database default, or a change made where sqlfence could not see it)",
 		"keep standard_conforming_strings = on and client_encoding = UTF8: the registered driver sets both in the startup message; with your own connector set them in its startup parameters, and remove role or database defaults that change them")
 }

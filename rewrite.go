@@ -8,11 +8,12 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 func unexpected(t *Table, what string) *Error {
-	return refuse(t, "sqlfence does not understand the shape of this statement ("+what+")",
+	return refuse(rulecode.UnknownShape, t, "sqlfence does not understand the shape of this statement ("+what+")",
 		"rewrite the statement in a plainer form, or report it to the sqlfence maintainers")
 }
 
@@ -90,10 +91,10 @@ func (r *rewriter) target(rv *pg.RangeVar) (*Table, *Error) {
 		if fix == "" {
 			fix = "write the base table, or add the epoch column to the view's select list"
 		}
-		return t, refuse(t, t.unfenceable, fix)
+		return t, refuse(rulecode.NoEpochColumn, t, t.unfenceable, fix)
 	}
 	if ambiguous {
-		return t, refuse(t, "the unqualified name "+sqlident.Quote(rv.Relname)+" matches several policy entries with different epoch columns or modes",
+		return t, refuse(rulecode.AmbiguousName, t, "the unqualified name "+sqlident.Quote(rv.Relname)+" matches several policy entries with different epoch columns or modes",
 			"qualify the table with its schema")
 	}
 	return t, nil
@@ -110,7 +111,7 @@ func qualifier(rv *pg.RangeVar) string {
 func assignsEpoch(t *Table, targets []*pg.Node) *Error {
 	for _, n := range targets {
 		if rt := n.GetResTarget(); rt != nil && rt.Name == t.EpochColumn {
-			return refuse(t, "the statement assigns the epoch column "+sqlident.Quote(t.EpochColumn)+" itself",
+			return refuse(rulecode.AssignsEpoch, t, "the statement assigns the epoch column "+sqlident.Quote(t.EpochColumn)+" itself",
 				"remove the assignment; sqlfence sets it from the context's epoch (sqlfence.WithEpoch). "+
 					"From an ORM model with the epoch field: with GORM register the plugin sqlfencegorm.New(policy) "+
 					"(github.com/sqlfence/sqlfence/contrib/gorm) or tag the field `gorm:\"->\"`; with bun tag it `bun:\",scanonly\"`")
@@ -132,7 +133,7 @@ func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
 		return err
 	}
 	if _, ok := u.WhereClause.GetNode().(*pg.Node_CurrentOfExpr); ok {
-		return refuse(t, "UPDATE … WHERE CURRENT OF cannot carry the fence predicate",
+		return refuse(rulecode.CurrentOf, t, "UPDATE … WHERE CURRENT OF cannot carry the fence predicate",
 			"update by key (WHERE id = $1) instead of through a cursor")
 	}
 	base := r.depth[lo]
@@ -173,7 +174,7 @@ func (r *rewriter) delete(d *pg.DeleteStmt, lo, hi int, top bool) *Error {
 		return err
 	}
 	if _, ok := d.WhereClause.GetNode().(*pg.Node_CurrentOfExpr); ok {
-		return refuse(t, "DELETE … WHERE CURRENT OF cannot carry the fence predicate",
+		return refuse(rulecode.CurrentOf, t, "DELETE … WHERE CURRENT OF cannot carry the fence predicate",
 			"delete by key (WHERE id = $1) instead of through a cursor")
 	}
 	base := r.depth[lo]

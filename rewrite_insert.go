@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -45,7 +46,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 		}}}
 		body = def + 2
 	case len(s.Cols) == 0:
-		return refuse(t, "INSERT into a protected table without a column list",
+		return refuse(rulecode.NoColumnList, t, "INSERT into a protected table without a column list",
 			"name the columns: INSERT INTO t (a, b) VALUES (…); sqlfence adds "+col+" to the list")
 	default:
 		open = r.find(into+1, hi, base, pg.Token_ASCII_40)

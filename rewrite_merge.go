@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -78,7 +79,7 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 				}
 				r.defaultValues(def, col)
 			case len(c.TargetList) == 0:
-				return refuse(t, "MERGE … INSERT into a protected table without a column list",
+				return refuse(rulecode.NoColumnList, t, "MERGE … INSERT into a protected table without a column list",
 					"name the columns: WHEN NOT MATCHED THEN INSERT (a, b) VALUES (…)")
 			default:
 				open := r.find(ins, next, base, pg.Token_ASCII_40)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // standardStrings changes how the server reads the text sqlfence parsed: with it off,
@@ -78,7 +80,7 @@ func refuseSetting(name, how string) *Error {
 	case "client_encoding":
 		fix = "keep UTF8, which the registered driver sets at connect; convert text in the application"
 	}
-	return refuse(nil, how+" of "+name+" is not run on a fenced connection: "+why, fix)
+	return refuse(rulecode.Setting, nil, how+" of "+name+" is not run on a fenced connection: "+why, fix)
 }
 
 // admitSetting judges SET, SET LOCAL and RESET.
@@ -127,14 +129,14 @@ func setsPinnedValue(s *pg.VariableSetStmt) bool {
 // naming an allowed setting, or sqlfence cannot say what it changes.
 func admitSetConfig(args []*pg.Node) *Error {
 	if len(args) == 0 {
-		return refuse(nil, "set_config without arguments", "pass the setting name as a literal")
+		return refuse(rulecode.Setting, nil, "set_config without arguments", "pass the setting name as a literal")
 	}
 	c := args[0].GetAConst()
 	if c == nil || c.GetSval() == nil {
 		if tc := args[0].GetTypeCast(); tc != nil && tc.Arg.GetAConst().GetSval() != nil {
 			c = tc.Arg.GetAConst()
 		} else {
-			return refuse(nil, "set_config with a setting name that is not a literal: sqlfence cannot tell which setting it changes",
+			return refuse(rulecode.Setting, nil, "set_config with a setting name that is not a literal: sqlfence cannot tell which setting it changes",
 				"name the setting as a string literal, e.g. set_config('application_name', $1, false)")
 		}
 	}

@@ -45,6 +45,7 @@ type CatalogFinding struct {
 	Kind     string // "foreign key", "trigger" or "rule"
 	Name     string // the constraint, trigger or rule
 	Events   string // the writes refused: "INSERT, UPDATE", …
+	Code     string // the rule code of the refusal (SF501 foreign key, SF502 trigger, SF503 rule)
 	Message  string // why, and what to do
 }
 
@@ -75,6 +76,7 @@ func (e events) String() string {
 // protected table where no epoch goes, or run code sqlfence cannot verify.
 type writeHazard struct {
 	events events
+	code   string // the rule code of the refusal
 	table  string // the protected table concerned, for Error.Table; may be ""
 	reason string // completes "<KIND> of <relation>: "
 	fix    string
@@ -228,7 +230,7 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 			queue = append(queue, item{rel, origin, h})
 			return
 		}
-		h := &writeHazard{events: ev, table: origin.table, reason: reason, fix: origin.fix}
+		h := &writeHazard{events: ev, code: origin.code, table: origin.table, reason: reason, fix: origin.fix}
 		at[k] = h
 		q := QualifiedName{Schema: rel.Schema, Name: rel.Name}
 		n.hazards[q] = append(n.hazards[q], h)
@@ -237,7 +239,7 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 	}
 	for _, b := range list {
 		add(b.rel, b, b.events, b.reason)
-		n.findings = append(n.findings, CatalogFinding{Relation: relName(b.rel), Kind: b.kind, Name: b.name,
+		n.findings = append(n.findings, CatalogFinding{Relation: relName(b.rel), Kind: b.kind, Name: b.name, Code: b.code,
 			Events: b.events.String(), Message: b.events.String() + " of " + relName(b.rel) + " is refused: " + b.reason + "; " + b.fix})
 	}
 	for len(queue) > 0 {
@@ -320,7 +322,7 @@ func (s *catalogSnapshot) judgeRelationWrite(rv *pg.RangeVar, ev events, kind st
 	}
 	for _, h := range list {
 		if h.events&ev != 0 {
-			e := refuse(nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, h.fix)
+			e := refuse(h.code, nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, h.fix)
 			e.Table = h.table
 			return e
 		}

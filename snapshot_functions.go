@@ -10,6 +10,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/pgfunc"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // funcJudgment is what a routine's own body does: refused, or the user routines it
@@ -66,7 +67,7 @@ func (s *catalogSnapshot) verdict(p *Policy, oid uint32) *Error {
 		queue = queue[1:]
 		f := s.byOID[o]
 		if f == nil {
-			err = refuse(nil, "a routine (oid "+strconv.FormatUint(uint64(o), 10)+") that was not in the catalog when sqlfence read it",
+			err = refuse(rulecode.UnreadableRoutine, nil, "a routine (oid "+strconv.FormatUint(uint64(o), 10)+") that was not in the catalog when sqlfence read it",
 				"if it was created since by a migration outside the driver, restart the application so sqlfence reads the catalog again")
 		} else if j := s.direct(p, f); j.err != nil {
 			err = j.err
@@ -138,7 +139,7 @@ func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment
 			_, j.calls = judgeDefinition(p, what, f.Definition, true)
 		}
 	case f.Definition == "":
-		j.err = refuse(nil, what+" is VOLATILE and written in "+f.Language+", which sqlfence cannot read",
+		j.err = refuse(rulecode.UnreadableRoutine, nil, what+" is VOLATILE and written in "+f.Language+", which sqlfence cannot read",
 			"if it writes no protected table, list it under safe_functions: in the policy")
 	default:
 		j.err, j.calls = judgeDefinition(p, what, f.Definition, false)
@@ -161,7 +162,7 @@ func judgeDefinition(p *Policy, what, def string, callsOnly bool) (*Error, []uin
 	q.judging = &bodyJudgment{callsOnly: callsOnly}
 	tree, e := parseBounded(def)
 	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateFunctionStmt() == nil {
-		return refuse(nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil
+		return refuse(rulecode.UnreadableRoutine, nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil
 	}
 	e = admitRoutine(&q, tree.Stmts[0].Stmt.GetCreateFunctionStmt())
 	return e, q.judging.calls

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -101,7 +102,7 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 		}
 		child := relName(fk.Child)
 		out = append(out, &baseHazard{rel: fk.Parent, kind: "foreign key", name: fk.Name, writeHazard: writeHazard{
-			events: ev, table: child,
+			events: ev, code: rulecode.CascadingKey, table: child,
 			reason: "it cascades into the protected table " + child + " through the foreign key " + sqlident.Quote(fk.Name) +
 				" (" + fkActions(fk) + "), and the cascaded write carries no epoch",
 			fix: "make the foreign key NO ACTION or RESTRICT (a migration outside the driver) and delete or update the rows of " +
@@ -124,7 +125,7 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 		}
 		fn := QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()
 		out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
-			events: triggerEvents(tr.Type), table: relName(tr.Rel),
+			events: triggerEvents(tr.Type), code: rulecode.Trigger, table: relName(tr.Rel),
 			reason: "its " + when + " trigger " + sqlident.Quote(tr.Name) + " runs the function " + fn +
 				", which can change the epoch column or redirect the fenced write where sqlfence cannot verify it",
 			fix: "a BEFORE trigger on a protected table may not mention the epoch column or assign NEW as a whole (an updated_at trigger that sets NEW.updated_at passes); change " + fn + " or drop the trigger (a migration outside the driver)",
@@ -135,7 +136,7 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 			continue
 		}
 		out = append(out, &baseHazard{rel: r.Rel, kind: "rule", name: r.Name, writeHazard: writeHazard{
-			events: ruleEvents(r.Event), table: relName(r.Rel),
+			events: ruleEvents(r.Event), code: rulecode.Rule, table: relName(r.Rel),
 			reason: "its INSTEAD rule " + sqlident.Quote(r.Name) + " replaces the fenced write with statements sqlfence does not fence",
 			fix:    "drop the rule (a migration outside the driver) and write the tables with plain statements under an epoch",
 		}})
@@ -175,7 +176,7 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 		}
 		e = namingTable(e)
 		out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
-			events: triggerEvents(tr.Type), table: e.Table,
+			events: triggerEvents(tr.Type), code: rulecode.Trigger, table: e.Table,
 			reason: "its trigger " + sqlident.Quote(tr.Name) + " runs " + QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String() +
 				": " + e.Reason + triggerNote(e.Reason),
 			fix: "write the protected table with plain statements under an epoch instead of from the trigger, or drop the trigger (a migration outside the driver)",
@@ -188,7 +189,7 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 		}
 		e = namingTable(e)
 		out = append(out, &baseHazard{rel: r.Rel, kind: "rule", name: r.Name, writeHazard: writeHazard{
-			events: ruleEvents(r.Event), table: e.Table,
+			events: ruleEvents(r.Event), code: rulecode.Rule, table: e.Table,
 			reason: "its rule " + sqlident.Quote(r.Name) + ": " + e.Reason,
 			fix:    "drop the rule (a migration outside the driver) and write the tables with plain statements under an epoch",
 		}})
@@ -221,7 +222,7 @@ func namingTable(e *Error) *Error {
 func (s *catalogSnapshot) judgeTriggerFunction(p *Policy, tr pgcatalog.Trigger) *Error {
 	switch {
 	case p.MatchFunction(tr.FuncSchema, tr.FuncName):
-		return refuse(nil, "the function "+QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()+", which the policy lists as writing protected tables",
+		return refuse(rulecode.ListedFunction, nil, "the function "+QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()+", which the policy lists as writing protected tables",
 			"write the tables with plain statements under an epoch")
 	case p.matchSafeFunction(tr.FuncSchema, tr.FuncName), tr.FuncSchema == "pg_catalog":
 		return nil
@@ -234,7 +235,7 @@ func (s *catalogSnapshot) judgeTriggerFunction(p *Policy, tr pgcatalog.Trigger) 
 func judgeRuleDefinition(p *Policy, r pgcatalog.Rule) *Error {
 	tree, e := parseBounded(r.Definition)
 	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetRuleStmt() == nil {
-		return refuse(nil, "sqlfence cannot read it", "drop the rule (a migration outside the driver)")
+		return refuse(rulecode.Rule, nil, "sqlfence cannot read it", "drop the rule (a migration outside the driver)")
 	}
 	rs := tree.Stmts[0].Stmt.GetRuleStmt()
 	if rs.WhereClause != nil {
@@ -247,7 +248,7 @@ func judgeRuleDefinition(p *Policy, r pgcatalog.Rule) *Error {
 			return e
 		}
 		if t := tableIn(p, a.ProtoReflect()); t != nil {
-			return refuse(t, "it writes the protected table "+t.QualifiedName.String()+", and no epoch reaches a rule",
+			return refuse(rulecode.BodyWrites, t, "it writes the protected table "+t.QualifiedName.String()+", and no epoch reaches a rule",
 				"write the table with plain statements under an epoch")
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // stmt is a prepared protected write. The text was fenced at prepare time; the epoch
@@ -47,12 +49,17 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		}
 		if d.act != s.d.act || d.sql != s.d.sql {
 			epoch, _ := EpochFrom(ctx)
-			if d.act == actRefuse {
-				return call{}, d.refusal.forStatement(s.query, epoch)
+			err := d.refusal
+			if d.act != actRefuse {
+				err = &Error{Kind: ErrRefused, Code: rulecode.PreparedChanged,
+					Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
+					Fix:    "prepare the statement again"}
 			}
-			return call{}, &Error{Kind: ErrRefused, Statement: s.query, Epoch: epoch,
-				Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
-				Fix:    "prepare the statement again"}
+			err = err.forStatement(s.query, epoch)
+			if s.conn.enf.observing {
+				s.conn.enf.noteError(ctx, err, s.query, epoch)
+			}
+			return call{}, err
 		}
 		s.d, s.enf = d, s.conn.enf
 	}
@@ -61,8 +68,12 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		return call{}, err
 	}
 	if !c.fenced && s.d.act == actRewrite {
-		return call{}, &Error{Kind: ErrUnfenced, Table: s.d.table(), Statement: s.query,
+		err := &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.table(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
+		if s.conn.enf.observing {
+			s.conn.enf.noteError(ctx, err, s.query, 0)
+		}
+		return call{}, err
 	}
 	return c, nil
 }
@@ -76,7 +87,7 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.conn.usable(); err != nil {
+	if err := s.conn.usable(ctx, s.query); err != nil {
 		return nil, err
 	}
 	c, err := s.bind(ctx, args)
@@ -111,7 +122,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.conn.usable(); err != nil {
+	if err := s.conn.usable(ctx, s.query); err != nil {
 		return nil, err
 	}
 	c, err := s.bind(ctx, args)

@@ -8,6 +8,7 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -97,13 +98,13 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		case *pg.TruncateStmt:
 			for _, n := range s.Relations {
 				if t := match(p, n.GetRangeVar()); t != nil {
-					err = refuse(t, "TRUNCATE cannot be fenced",
+					err = refuse(rulecode.Truncate, t, "TRUNCATE cannot be fenced",
 						"delete the rows with DELETE under an epoch, or truncate outside the driver with the guard's operator override")
 				}
 			}
 		case *pg.CopyStmt:
 			if t := match(p, s.Relation); t != nil && s.IsFrom {
-				err = refuse(t, "COPY FROM cannot be fenced",
+				err = refuse(rulecode.CopyFrom, t, "COPY FROM cannot be fenced",
 					"insert the rows with INSERT … VALUES or INSERT … SELECT FROM unnest($1::…[]) under an epoch")
 			}
 		}

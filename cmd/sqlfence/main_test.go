@@ -157,7 +157,7 @@ func TestBinary(t *testing.T) {
 	t.Run("check", func(t *testing.T) {
 		out, errOut, code := runBinary(t, bin, nil, "check", "--policy", checkPolicy, "testdata/sql", "testdata/go")
 		clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
-		clitest.WantContains(t, "check", out, "testdata/sql/002_maintenance.sql:15:1: unfenced-write:", "testdata/go/repo.go:32:37: refused:")
+		clitest.WantContains(t, "check", out, "testdata/sql/002_maintenance.sql:15:1: SF801:", "testdata/go/repo.go:32:37: SF301:")
 		out, errOut, code = runBinary(t, bin, []string{"SQLFENCE_POLICY="}, "check", "testdata/sql")
 		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 		clitest.WantContains(t, "check without a policy", errOut, "no policy")

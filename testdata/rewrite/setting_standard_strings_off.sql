@@ -1,3 +1,3 @@
 SET standard_conforming_strings = off
 ---- sent ----
-REFUSED: sqlfence: refused: SET of standard_conforming_strings is not run on a fenced connection: with it off the server reads a backslash inside '…' as an escape, and reads statements differently from sqlfence; leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings
+REFUSED: sqlfence: refused [SF405]: SET of standard_conforming_strings is not run on a fenced connection: with it off the server reads a backslash inside '…' as an escape, and reads statements differently from sqlfence; leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings

@@ -53,6 +53,11 @@ Statements that follow SELECT sqlfence.override('<reason>') in a SQL file, up to
 next COMMIT or ROLLBACK, run under the guard's logged operator override (sqlfence
 guard) and count as suppressed with that reason.
 
+Each finding carries a rule code: SF801 a write not fenced by hand, SF802 a body or
+function call whose writes no epoch reaches, SF803 and SF804 a sqlfence:ignore without
+a reason or that suppresses nothing, and otherwise the code of the driver's refusal
+(SF301 TRUNCATE, …). The table of codes is in the README (SARIF: each rule's helpUri).
+
 Exit status: 0 no findings, 1 findings, 2 usage error, missing policy, or a file that
 cannot be read or parsed.
 

@@ -48,29 +48,29 @@ func TestCheckSQLFiles(t *testing.T) {
 	want := []string{
 		// 001_schema.sql is clean: DDL, seed rows that name the epoch column, reads,
 		// unprotected tables, plain EXPLAIN, COPY TO.
-		"002_maintenance.sql:15:1 unfenced-write", // UPDATE without the fence
-		"002_maintenance.sql:16:5 unfenced-write", // DELETE without WHERE, indented
-		"002_maintenance.sql:17:1 unfenced-write", // <= on a strict table
-		"002_maintenance.sql:18:1 unfenced-write", // the comparison is under an OR
-		"002_maintenance.sql:19:1 unfenced-write", // INSERT without the epoch column
-		"002_maintenance.sql:20:1 unfenced-write", // INSERT without a column list
-		"002_maintenance.sql:21:1 unfenced-write", // DELETE in a data-modifying CTE
-		"002_maintenance.sql:22:1 unfenced-write", // MERGE without the fence
-		"002_maintenance.sql:24:1 unfenceable",    // TRUNCATE
-		"002_maintenance.sql:25:1 unfenceable",    // COPY FROM
-		"002_maintenance.sql:26:1 unfenceable",    // a listed function
-		"002_maintenance.sql:28:9 unfenced-write", // after a comment with non-ASCII text
-		"003_suppressed.sql:4:1 ignore-without-reason",
-		"003_suppressed.sql:5:1 unfenced-write", // not suppressed: no reason
-		"003_suppressed.sql:7:1 unused-ignore",
-		"004_override.sql:9:1 unfenced-write",  // after the override's transaction
-		"004_override.sql:11:1 unfenced-write", // the override's reason is too short
+		"002_maintenance.sql:15:1 SF801", // UPDATE without the fence
+		"002_maintenance.sql:16:5 SF801", // DELETE without WHERE, indented
+		"002_maintenance.sql:17:1 SF801", // <= on a strict table
+		"002_maintenance.sql:18:1 SF801", // the comparison is under an OR
+		"002_maintenance.sql:19:1 SF801", // INSERT without the epoch column
+		"002_maintenance.sql:20:1 SF801", // INSERT without a column list
+		"002_maintenance.sql:21:1 SF801", // DELETE in a data-modifying CTE
+		"002_maintenance.sql:22:1 SF801", // MERGE without the fence
+		"002_maintenance.sql:24:1 SF301", // TRUNCATE
+		"002_maintenance.sql:25:1 SF302", // COPY FROM
+		"002_maintenance.sql:26:1 SF410", // a listed function
+		"002_maintenance.sql:28:9 SF801", // after a comment with non-ASCII text
+		"003_suppressed.sql:4:1 SF803",
+		"003_suppressed.sql:5:1 SF801", // not suppressed: no reason
+		"003_suppressed.sql:7:1 SF804",
+		"004_override.sql:9:1 SF801",  // after the override's transaction
+		"004_override.sql:11:1 SF801", // the override's reason is too short
 	}
 	if got := where(res.Findings); !slices.Equal(got, want) {
 		t.Errorf("findings:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	wantSup := []string{"003_suppressed.sql:2:1 unfenced-write", "003_suppressed.sql:12:1 unfenceable",
-		"004_override.sql:5:1 unfenced-write", "004_override.sql:6:1 unfenced-write"}
+	wantSup := []string{"003_suppressed.sql:2:1 SF801", "003_suppressed.sql:12:1 SF301",
+		"004_override.sql:5:1 SF801", "004_override.sql:6:1 SF801"}
 	if got := where(res.Suppressed); !slices.Equal(got, wantSup) {
 		t.Errorf("suppressed:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(wantSup, "\n  "))
 	}
@@ -82,7 +82,7 @@ func TestCheckSQLFiles(t *testing.T) {
 		t.Errorf("files %d statements %d, want 4 and 36", res.Files, res.Statements)
 	}
 	for _, f := range res.Findings {
-		if f.Rule == "unfenced-write" && (f.Table == "" || f.Statement == "" || f.EndLine < f.Line) {
+		if f.Rule == "SF801" && (f.Table == "" || f.Statement == "" || f.EndLine < f.Line) {
 			t.Errorf("finding without table, statement or end: %+v", f)
 		}
 	}
@@ -112,9 +112,9 @@ func TestCheckTextOutput(t *testing.T) {
 	out, errOut, code := cli(t, "testdata/sql/002_maintenance.sql", "--policy", checkPolicy)
 	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
 	clitest.WantContains(t, "stdout", out,
-		"testdata/sql/002_maintenance.sql:15:1: unfenced-write: UPDATE of protected table inventory bypasses the fence",
+		"testdata/sql/002_maintenance.sql:15:1: SF801: UPDATE of protected table inventory bypasses the fence",
 		"\tUPDATE inventory SET quantity = 0 WHERE sku = 'widget'\n",
-		"testdata/sql/002_maintenance.sql:24:1: unfenceable: cannot be fenced: TRUNCATE cannot be fenced")
+		"testdata/sql/002_maintenance.sql:24:1: SF301: cannot be fenced: TRUNCATE cannot be fenced")
 	clitest.WantContains(t, "stderr", errOut, "sqlfence check: 12 findings in 1 file")
 }
 
@@ -125,17 +125,17 @@ func TestCheckGoFiles(t *testing.T) {
 		t.Fatalf("exit code %d; stderr: %s", code, errOut)
 	}
 	want := []string{
-		"repo.go:32:37 refused",     // TRUNCATE through a constant built from constants
-		"repo.go:36:3 refused",      // assigns the epoch column: points into the raw string
-		"repo.go:40:38 refused",     // INSERT without a column list
-		"repo.go:46:19 refused",     // pgx Exec of two protected statements
-		"repo.go:47:40 refused",     // pgx Prepare(ctx, name, sql)
-		"repo.go:48:11 unfenceable", // pgx CopyFrom
+		"repo.go:32:37 SF301", // TRUNCATE through a constant built from constants
+		"repo.go:36:3 SF303",  // assigns the epoch column: points into the raw string
+		"repo.go:40:38 SF304", // INSERT without a column list
+		"repo.go:46:19 SF306", // pgx Exec of two protected statements
+		"repo.go:47:40 SF301", // pgx Prepare(ctx, name, sql)
+		"repo.go:48:11 SF302", // pgx CopyFrom
 	}
 	if got := where(res.Findings); !slices.Equal(got, want) {
 		t.Errorf("findings:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	if got := where(res.Suppressed); !slices.Equal(got, []string{"repo.go:54:34 refused"}) {
+	if got := where(res.Suppressed); !slices.Equal(got, []string{"repo.go:54:34 SF301"}) {
 		t.Errorf("suppressed: %v", got)
 	}
 	clitest.WantContains(t, "message", res.Findings[1].Message, "the sqlfence driver refuses this statement", "assigns the epoch column writer_epoch")
@@ -144,7 +144,7 @@ func TestCheckGoFiles(t *testing.T) {
 	}
 	// The _test.go file is checked only with --tests.
 	res, _, _ = checkJSON(t, "--tests", "testdata/go")
-	if !slices.Contains(where(res.Findings), "repo_test.go:10:22 refused") {
+	if !slices.Contains(where(res.Findings), "repo_test.go:10:22 SF301") {
 		t.Errorf("--tests did not check repo_test.go: %v", where(res.Findings))
 	}
 	// --go=false leaves Go files in directories alone.
@@ -167,6 +167,7 @@ func TestCheckSARIF(t *testing.T) {
 					Name  string `json:"name"`
 					Rules []struct {
 						ID               string `json:"id"`
+						HelpURI          string `json:"helpUri"`
 						ShortDescription struct{ Text string }
 					} `json:"rules"`
 				} `json:"driver"`
@@ -201,7 +202,7 @@ func TestCheckSARIF(t *testing.T) {
 		t.Fatalf("version %q schema %q runs %d", log.Version, log.Schema, len(log.Runs))
 	}
 	r := log.Runs[0]
-	if r.Tool.Driver.Name != "sqlfence" || r.ColumnKind != "unicodeCodePoints" || len(r.Tool.Driver.Rules) != len(rules) {
+	if r.Tool.Driver.Name != "sqlfence" || r.ColumnKind != "unicodeCodePoints" || len(r.Tool.Driver.Rules) < 40 {
 		t.Errorf("tool %q columnKind %q rules %d", r.Tool.Driver.Name, r.ColumnKind, len(r.Tool.Driver.Rules))
 	}
 	if len(r.Results) != 21 { // 17 findings and 4 suppressed
@@ -211,6 +212,8 @@ func TestCheckSARIF(t *testing.T) {
 	for _, res := range r.Results {
 		if res.RuleIndex < 0 || res.RuleIndex >= len(r.Tool.Driver.Rules) || r.Tool.Driver.Rules[res.RuleIndex].ID != res.RuleID {
 			t.Errorf("result's ruleIndex %d does not name rule %q", res.RuleIndex, res.RuleID)
+		} else if rule := r.Tool.Driver.Rules[res.RuleIndex]; !strings.HasSuffix(rule.HelpURI, "README.md#"+strings.ToLower(res.RuleID)) || rule.ShortDescription.Text == "" {
+			t.Errorf("rule %s: helpUri %q, description %q", rule.ID, rule.HelpURI, rule.ShortDescription.Text)
 		}
 		loc := res.Locations[0].PhysicalLocation
 		if !strings.HasPrefix(loc.ArtifactLocation.URI, "testdata/sql/") || loc.Region.StartLine < 1 || loc.Region.StartColumn < 1 || res.Message.Text == "" {
@@ -357,11 +360,11 @@ CREATE RULE notes_purge AS ON DELETE TO notes DO ALSO DELETE FROM inventory;
 	res, _, errOut := checkJSON(t, dir)
 	got := where(res.Findings)
 	want := []string{
-		"001_functions.sql:1:1 unfenceable", // the function that writes inventory
-		"002_wiring.sql:2:1 unfenceable",    // ON DELETE CASCADE into inventory
-		"002_wiring.sql:3:1 unfenceable",    // ON UPDATE SET NULL
-		"002_wiring.sql:5:1 unfenceable",    // the trigger that runs it on notes
-		"002_wiring.sql:7:1 unfenced-write", // the rule
+		"001_functions.sql:1:1 SF416", // the function that writes inventory
+		"002_wiring.sql:2:1 SF402",    // ON DELETE CASCADE into inventory
+		"002_wiring.sql:3:1 SF402",    // ON UPDATE SET NULL
+		"002_wiring.sql:5:1 SF502",    // the trigger that runs it on notes
+		"002_wiring.sql:7:1 SF801",    // the rule
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings:\n%s\nwant:\n%s\nstderr: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), errOut)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // queryArg says which argument of a method call is the SQL text, by method name and
@@ -132,7 +133,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 			return true
 		}
 		table, msg := refusal(plan.Err)
-		fnd := finding{File: f.path, Rule: "refused", Table: table,
+		fnd := finding{File: f.path, Rule: codeOf(plan.Err, ""), Table: table,
 			Message: "the sqlfence driver refuses this statement: " + msg, Statement: excerpt(query)}
 		start, stop := off(arg.Pos()), off(arg.End())
 		// In a single raw string literal, point at the statement itself.
@@ -178,7 +179,7 @@ func copyFromFinding(arg ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Pol
 	if t == nil {
 		return finding{}, false
 	}
-	return finding{Rule: "unfenceable", Table: t.QualifiedName.String(),
+	return finding{Rule: rulecode.CopyFrom, Table: t.QualifiedName.String(),
 		Message:   "pgx CopyFrom into protected table " + t.QualifiedName.String() + " bypasses the driver and cannot carry an epoch; insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
 		Statement: "CopyFrom(" + strings.Join(slices.Clone(parts), ".") + ")"}, true
 }

@@ -39,18 +39,13 @@ type result struct {
 	Statements int         `json:"statements"`
 }
 
-// Rules, with the descriptions SARIF consumers show.
-var rules = []struct{ id, short, help string }{
-	{"unfenced-write", "Write to a protected table that bypasses the fence",
-		"Run outside the sqlfence driver, this statement writes a protected table without comparing the rows' epochs, so it can overwrite what a newer claim wrote. Run it through the driver under an epoch, fence it by hand (assign the epoch column and compare it in WHERE), or suppress it with `sqlfence:ignore <reason>` and run it under the guard's audited override."},
-	{"unfenceable", "Statement that cannot be fenced",
-		"TRUNCATE, COPY FROM, DO blocks, calls of functions the policy lists, and rule or function bodies that write a protected table cannot carry an epoch. Rewrite the write as plain INSERT/UPDATE/DELETE under an epoch, or suppress it with a reason and run it under the guard's override."},
-	{"refused", "Statement the sqlfence driver refuses",
-		"The sqlfence driver refuses this statement and sends nothing; the error says what to write instead."},
-	{"ignore-without-reason", "sqlfence:ignore without a reason",
-		"A suppression must say why the statement is safe: `sqlfence:ignore <reason>`."},
-	{"unused-ignore", "sqlfence:ignore that suppresses nothing",
-		"The comment is not directly before a statement with a finding (in Go: not on the line of a checked call or the line before it). Remove it or move it."},
+// codeOf is the rule code of a sqlfence error, or otherwise.
+func codeOf(err error, otherwise string) string {
+	var e *sqlfence.Error
+	if errors.As(err, &e) && e.Code != "" {
+		return e.Code
+	}
+	return otherwise
 }
 
 func sortFindings(fs []finding) {

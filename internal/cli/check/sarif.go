@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // SARIF 2.1.0, the subset code-scanning tools read: one run, the rules, results with
@@ -35,6 +37,7 @@ type sarifDriver struct {
 
 type sarifRule struct {
 	ID                   string       `json:"id"`
+	HelpURI              string       `json:"helpUri"`
 	ShortDescription     sarifMessage `json:"shortDescription"`
 	FullDescription      sarifMessage `json:"fullDescription"`
 	Help                 sarifMessage `json:"help"`
@@ -101,15 +104,21 @@ func toSARIF(res *result) *sarifLog {
 		ColumnKind: "unicodeCodePoints",
 		Results:    []sarifResult{},
 	}
+	// The rules are the codes a finding can carry: refusals and the linter's own.
 	index := map[string]int{}
-	for i, r := range rules {
-		rule := sarifRule{ID: r.id, ShortDescription: sarifMessage{r.short}, FullDescription: sarifMessage{r.help}, Help: sarifMessage{r.help}}
+	for _, r := range rulecode.All {
+		if r.Kind != rulecode.KindRefused && r.Kind != rulecode.KindCheck {
+			continue
+		}
+		help := "See " + rulecode.HelpURI(r.Code) + " for what to do."
+		rule := sarifRule{ID: r.Code, HelpURI: rulecode.HelpURI(r.Code), ShortDescription: sarifMessage{r.Title},
+			FullDescription: sarifMessage{string(r.Kind) + ": " + r.Title}, Help: sarifMessage{help}}
 		rule.DefaultConfiguration.Level = "error"
-		if strings.HasSuffix(r.id, "-ignore") || r.id == "ignore-without-reason" {
+		if r.Code == rulecode.CheckIgnoreNoWhy || r.Code == rulecode.CheckUnusedIgnore {
 			rule.DefaultConfiguration.Level = "warning"
 		}
+		index[r.Code] = len(run.Tool.Driver.Rules)
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, rule)
-		index[r.id] = i
 	}
 	add := func(f finding, suppressed bool) {
 		r := sarifResult{

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -21,22 +23,18 @@ func sqlFilePolicy(pol *sqlfence.Policy) *sqlfence.Policy {
 	return &p
 }
 
-// outsideDriverFinding reports whether the driver's refusal of a statement that writes
-// no protected table directly matters in a file run outside the driver. What a fenced
-// connection refuses for its own sake (settings, calls it cannot see into, SQL-level
-// PREPARE) does not; what concerns a protected table (a DO block or routine that writes
-// one, dynamic SQL naming one, DDL that moves the fence's ground) does.
-func outsideDriverFinding(pol *sqlfence.Policy, err error, text string) bool {
-	if table, _ := refusal(err); table != "" {
-		return true
-	}
-	lower := strings.ToLower(text)
-	for _, t := range pol.Tables {
-		if strings.Contains(lower, strings.ToLower(t.Name)) {
-			return true
-		}
-	}
-	return false
+// outsideDriver are the refusals that matter in a file run outside the driver even
+// when the statement writes no protected table directly: they concern protected
+// tables (a body or rule that writes one, a listed function, DDL that moves the fence's
+// ground, a cascade, a claim table's columns). What a fenced connection refuses for
+// its own sake (settings, calls and bodies it cannot see into, SQL-level PREPARE) does
+// not; nor does anything else, unless the refusal names a protected table.
+var outsideDriver = []string{rulecode.FenceDDL, rulecode.TruncateCascade, rulecode.ListedFunction,
+	rulecode.BodyWrites, rulecode.ClaimWrite, rulecode.ClaimAndProtected}
+
+func outsideDriverFinding(err error) bool {
+	var e *sqlfence.Error
+	return errors.As(err, &e) && (e.Table != "" || slices.Contains(outsideDriver, e.Code))
 }
 
 // lintStatement decides whether one statement of a SQL file is a finding. stmtText
@@ -45,11 +43,11 @@ func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (findin
 	plan := pol.Plan(stmtText)
 	writes, opaque := protectedWrites(pol, stmt)
 	if len(writes) == 0 {
-		if plan.Err == nil || opaque == "" && !outsideDriverFinding(pol, plan.Err, stmtText) {
+		if plan.Err == nil || opaque == "" && !outsideDriverFinding(plan.Err) {
 			return finding{}, false
 		}
 		table, msg := refusal(plan.Err)
-		return finding{Rule: "unfenceable", Table: table, Message: "cannot be fenced: " + msg}, true
+		return finding{Rule: codeOf(plan.Err, rulecode.CheckOpaque), Table: table, Message: "cannot be fenced: " + msg}, true
 	}
 	var problems []string
 	var first *write
@@ -70,7 +68,7 @@ func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (findin
 		if plan.Err != nil {
 			_, msg = refusal(plan.Err)
 		}
-		return finding{Rule: "unfenceable", Table: writes[0].table.QualifiedName.String(), Message: "cannot be fenced: " + msg}, true
+		return finding{Rule: codeOf(plan.Err, rulecode.CheckOpaque), Table: writes[0].table.QualifiedName.String(), Message: "cannot be fenced: " + msg}, true
 	}
 	w := first
 	col := sqlident.Quote(w.table.EpochColumn)
@@ -78,8 +76,8 @@ func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (findin
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s of protected table %s bypasses the fence: %s (%s). ", w.kind, w.table.QualifiedName, w.harm(), strings.Join(dedupe(problems), "; "))
 	if plan.Err != nil {
-		if _, msg := refusal(plan.Err); !strings.Contains(msg, "assigns the epoch column") {
-			fmt.Fprintf(&b, "The driver would refuse it too: %s. ", msg)
+		if _, msg := refusal(plan.Err); codeOf(plan.Err, "") != rulecode.AssignsEpoch {
+			fmt.Fprintf(&b, "The driver would refuse it too (%s): %s. ", codeOf(plan.Err, ""), msg)
 		}
 	}
 	b.WriteString("Fix: ")
@@ -95,7 +93,7 @@ func lintStatement(pol *sqlfence.Policy, stmt *pg.Node, stmtText string) (findin
 	default:
 		fmt.Fprintf(&b, "run it through the driver under an epoch, fence it by hand (SET … %[1]s = <epoch> WHERE … AND %[1]s %[2]s <epoch>), or add `-- sqlfence:ignore <reason>` before it", col, op)
 	}
-	return finding{Rule: "unfenced-write", Table: w.table.QualifiedName.String(), Message: b.String()}, true
+	return finding{Rule: rulecode.CheckUnfencedWrite, Table: w.table.QualifiedName.String(), Message: b.String()}, true
 }
 
 func (w *write) harm() string {

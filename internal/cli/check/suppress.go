@@ -1,6 +1,10 @@
 package check
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
+)
 
 // ignoreMarker is the suppression comment's keyword.
 const ignoreMarker = "sqlfence:ignore"
@@ -45,10 +49,10 @@ func settle(res *result, sups []*suppression) {
 		f := finding{File: s.file, Line: s.line, Column: s.col, EndLine: s.endLine, EndColumn: s.endCol}
 		switch {
 		case s.reason == "":
-			f.Rule = "ignore-without-reason"
+			f.Rule = rulecode.CheckIgnoreNoWhy
 			f.Message = "sqlfence:ignore needs a reason: say why this write is safe, e.g. `sqlfence:ignore one-off repair after INC-1234, run under the guard override`"
 		case !s.used:
-			f.Rule = "unused-ignore"
+			f.Rule = rulecode.CheckUnusedIgnore
 			f.Message = "sqlfence:ignore suppresses nothing: it must come directly before a statement with a finding (in Go: on the line of a checked call or the line before it)"
 		default:
 			continue

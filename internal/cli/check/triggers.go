@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -87,7 +88,7 @@ func (w writerFuncs) triggerFinding(stmt *pg.Node) (finding, bool) {
 			events = append(events, e.name)
 		}
 	}
-	return finding{Rule: "unfenceable", Table: table,
+	return finding{Rule: rulecode.Trigger, Table: table,
 		Message: "cannot be fenced: the trigger " + sqlident.Quote(tr.Trigname) + " on " + rel + " runs " + sqlident.Quote(fn) +
 			"(), which writes the protected table " + table + ": every " + strings.Join(events, ", ") + " of " + rel +
 			" then writes " + table + " where no epoch reaches (with the guard installed, the database rejects those writes). " +

@@ -109,7 +109,7 @@ func (g guardScript) warnCatalog(ctx context.Context, conn *pgx.Conn, stdout io.
 		"statements before sending them:\n",
 		len(findings), cmdutil.Plural(len(findings), "object", "objects"), cmdutil.Plural(len(findings), "writes", "write"))
 	for _, f := range findings {
-		fmt.Fprintf(stdout, "  warning: %s %s on %s: %s\n", f.Kind, sqlident.Quote(f.Name), f.Relation, f.Message)
+		fmt.Fprintf(stdout, "  warning [%s]: %s %s on %s: %s\n", f.Code, f.Kind, sqlident.Quote(f.Name), f.Relation, f.Message)
 	}
 }
 

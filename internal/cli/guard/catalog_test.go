@@ -26,9 +26,9 @@ func TestGuardCatalogWarnings(t *testing.T) {
 	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 	clitest.WantContains(t, "guard --apply", out, "sqlfence guard installed",
 		"warning: 3 objects in the database write protected tables where no epoch reaches",
-		"warning: foreign key inventory_warehouse_fkey on public.warehouse: DELETE of public.warehouse is refused: it cascades into the protected table public.inventory",
-		"warning: trigger notes_restock on public.notes: INSERT of public.notes is refused",
-		"warning: rule notes_purge on public.notes: DELETE of public.notes is refused")
+		"warning [SF501]: foreign key inventory_warehouse_fkey on public.warehouse: DELETE of public.warehouse is refused: it cascades into the protected table public.inventory",
+		"warning [SF502]: trigger notes_restock on public.notes: INSERT of public.notes is refused",
+		"warning [SF503]: rule notes_purge on public.notes: DELETE of public.notes is refused")
 	// The guard's own triggers on the protected tables are not reported.
 	if strings.Contains(out, "sqlfence_guard") {
 		t.Errorf("the guard reports its own triggers:\n%s", out)
