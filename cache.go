@@ -17,10 +17,20 @@ import (
 // Reads take no lock and write no shared memory in the common case, so a statement
 // that every worker runs does not turn into a contended cache line: entries live in a
 // sync.Map (lock-free Load), the hit and miss counters are striped, and an entry's
-// CLOCK reference bit is only written when it is not already set. Writes (a miss that
+// reference bit is only written when it is not already set. Writes (a miss that
 // decided a statement) take the lock of one of a few shards, which keep the bounds.
 // In front of the shared cache, each connection keeps a memo of the few decisions it
 // looked up last (decisionMemo).
+//
+// Eviction resists scans: an application that inlines literals sends a stream of texts
+// it never sends again, and that stream must not flush the parameterised statements it
+// runs all the time. A shard keeps two queues (the S3-FIFO scheme): new entries enter
+// a probation FIFO; the entries found referenced when they reach its head move to the
+// main queue, the others are dropped and their hashes remembered for a while (the
+// ghost). The main queue is a CLOCK over entries that proved themselves once; it only
+// gives up an entry when probation is down to its share. A statement seen again after
+// its probation entry was dropped (it recurs more slowly than one-offs pass through
+// probation) is found in the ghost and goes straight to the main queue.
 const (
 	defaultCacheEntries = 10_000
 	defaultCacheBytes   = 32 << 20
@@ -43,7 +53,8 @@ const (
 )
 
 type cache struct {
-	m        sync.Map // string → *cacheEntry
+	m        sync.Map // text → *cacheEntry
+	shapes   sync.Map // shape key → *cacheEntry whose d holds a shapePlan (shape.go)
 	seed     maphash.Seed
 	shards   []cacheShard
 	counts   [cacheCounterStripes]cacheCounters
@@ -63,23 +74,80 @@ type cacheEntry struct {
 	key  string
 	d    *decision
 	size int
-	// ref is the CLOCK reference bit: a hit sets it, the eviction hand clears it and
-	// evicts only entries found clear, so statements in use survive a stream of
-	// one-off statements (inlined literals) that would otherwise flush them.
+	// ref is the reference bit: a hit sets it; probation promotes an entry found
+	// with it set, the main queue's hand clears it and evicts only entries found
+	// clear.
 	ref atomic.Bool
+	// shape: key is a shape (shape.go), d its plan; the entry lives in cache.shapes.
+	shape bool
 }
 
 // cacheShard keeps the bounds for the keys that hash to it. Every insertion and
-// eviction of such a key happens under mu, so ring, bytes and the sync.Map agree.
+// eviction of such a key happens under mu, so the queues, bytes and the maps agree.
 type cacheShard struct {
 	mu        sync.Mutex
-	ring      []*cacheEntry // the shard's entries; hand walks it in CLOCK order
+	probation []*cacheEntry // FIFO from probation[head]: entries not yet hit before their turn
+	head      int
+	probBytes int
+	main      []*cacheEntry // entries that were hit on probation; hand walks it in CLOCK order
 	hand      int
-	bytes     int
+	bytes     int // both queues
 	evictions uint64
 	maxItems  int
 	maxBytes  int
+	ghost     ghost
 	_         [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+// probationShare is the part of a shard's bounds the probation queue keeps when the
+// main queue needs room: one-off texts stay this long before they are dropped.
+const probationShare = 10
+
+// ghost remembers the hashes of entries dropped from probation, in two generations
+// of a bit set (two bits a key): a key is remembered for between one and two
+// generations of drops. A false positive only lets a one-off text into the main
+// queue, where the hand treats it like any other entry.
+type ghost struct {
+	bits  [2][]uint64
+	cur   int // the generation being filled
+	added int // drops recorded in it
+	gen   int // drops per generation
+}
+
+func newGhost(items int) ghost {
+	words := 1
+	for words*64 < 16*items { // 16 bits a remembered key: about 3 % false positives
+		words *= 2
+	}
+	return ghost{bits: [2][]uint64{make([]uint64, words), make([]uint64, words)}, gen: items}
+}
+
+func (g *ghost) positions(h uint64) (uint64, uint64) {
+	m := uint64(len(g.bits[0])*64 - 1)
+	// The shard was picked by the low bits; the bit positions use others.
+	return h >> 17 & m, h >> 41 & m
+}
+
+func (g *ghost) add(h uint64) {
+	if g.added >= g.gen {
+		g.cur ^= 1
+		clear(g.bits[g.cur])
+		g.added = 0
+	}
+	a, b := g.positions(h)
+	g.bits[g.cur][a/64] |= 1 << (a % 64)
+	g.bits[g.cur][b/64] |= 1 << (b % 64)
+	g.added++
+}
+
+func (g *ghost) has(h uint64) bool {
+	a, b := g.positions(h)
+	for _, bits := range g.bits {
+		if bits[a/64]&(1<<(a%64)) != 0 && bits[b/64]&(1<<(b%64)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // newCache returns a cache that holds at most maxEntries decisions and maxBytes
@@ -107,12 +175,14 @@ func newCache(maxEntries, maxBytes int) *cache {
 		if i < c.maxBytes%n {
 			s.maxBytes++
 		}
+		s.ghost = newGhost(s.maxItems)
 	}
 	return c
 }
 
-func (c *cache) shard(key string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, key)%uint64(len(c.shards))]
+func (c *cache) shard(key string) (*cacheShard, uint64) {
+	h := maphash.String(c.seed, key)
+	return &c.shards[h%uint64(len(c.shards))], h
 }
 
 func (c *cache) get(key string) (*decision, bool) {
@@ -208,55 +278,105 @@ func entrySize(key string, d *decision) int {
 
 // put caches d for key and returns its entry, or nil when it is not cached.
 func (c *cache) put(key string, d *decision) *cacheEntry {
+	return c.insert(&c.m, key, d, false)
+}
+
+func (c *cache) insert(m *sync.Map, key string, d *decision, shape bool) *cacheEntry {
 	if len(c.shards) == 0 {
 		return nil
 	}
-	s := c.shard(key)
+	s, h := c.shard(key)
 	n := entrySize(key, d)
 	if n > s.maxBytes {
 		return nil // larger than the shard's whole budget: decided each time it runs
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := c.m.Load(key); ok {
+	if v, ok := m.Load(key); ok {
 		return v.(*cacheEntry) // another connection decided the same text first
 	}
-	for len(s.ring) >= s.maxItems || s.bytes+n > s.maxBytes {
+	for s.len() >= s.maxItems || s.bytes+n > s.maxBytes {
 		c.evict(s) // terminates: an empty shard always has room for n ≤ maxBytes
 	}
 	// The key is copied so that the cache never pins a larger buffer the
 	// application's text was sliced from, which the byte bound would not see.
-	e := &cacheEntry{key: strings.Clone(key), d: d, size: n}
-	s.ring = append(s.ring, e)
+	e := &cacheEntry{key: strings.Clone(key), d: d, size: n, shape: shape}
+	if s.ghost.has(h) {
+		s.main = append(s.main, e) // dropped from probation not long ago: it recurs
+	} else {
+		s.probation = append(s.probation, e)
+		s.probBytes += n
+	}
 	s.bytes += n
-	c.m.Store(e.key, e)
+	m.Store(e.key, e)
 	return e
 }
 
-// evict removes one entry from s, which must be locked and not empty: the first one
-// the CLOCK hand finds unreferenced since its last pass. After two full turns it
-// evicts where the hand stands, so lookups setting bits concurrently cannot keep
-// an insertion waiting.
+func (s *cacheShard) len() int { return len(s.probation) - s.head + len(s.main) }
+
+// evict makes room in s, which must be locked and not empty: it drops an entry from
+// probation, or when probation is down to its share, from the main queue.
 func (c *cache) evict(s *cacheShard) {
-	for turns := 2 * len(s.ring); ; turns-- {
-		e := s.ring[s.hand]
-		if turns > 0 && e.ref.Load() {
+	for {
+		inProbation := len(s.probation) - s.head
+		if inProbation == 0 || len(s.main) > 0 &&
+			inProbation*probationShare <= s.maxItems && s.probBytes*probationShare <= s.maxBytes {
+			c.evictMain(s)
+			return
+		}
+		e := s.probation[s.head]
+		s.probation[s.head] = nil
+		s.head++
+		if s.head > 32 && 2*s.head > len(s.probation) {
+			s.probation = append(s.probation[:0], s.probation[s.head:]...)
+			clear(s.probation[len(s.probation):cap(s.probation)])
+			s.head = 0
+		}
+		s.probBytes -= e.size
+		if e.ref.Load() {
+			// Hit while on probation: it moves to the main queue, and the loop
+			// looks for room again.
 			e.ref.Store(false)
-			s.hand = (s.hand + 1) % len(s.ring)
+			s.main = append(s.main, e)
 			continue
 		}
-		c.m.Delete(e.key)
-		s.bytes -= e.size
-		s.evictions++
-		last := len(s.ring) - 1
-		s.ring[s.hand] = s.ring[last]
-		s.ring[last] = nil
-		s.ring = s.ring[:last]
-		if s.hand >= len(s.ring) {
+		c.drop(s, e)
+		s.ghost.add(maphash.String(c.seed, e.key))
+		return
+	}
+}
+
+// evictMain drops the first entry of the main queue the CLOCK hand finds
+// unreferenced since its last pass. After two full turns it drops the one where the
+// hand stands, so lookups setting bits concurrently cannot keep an insertion waiting.
+func (c *cache) evictMain(s *cacheShard) {
+	for turns := 2 * len(s.main); ; turns-- {
+		e := s.main[s.hand]
+		if turns > 0 && e.ref.Load() {
+			e.ref.Store(false)
+			s.hand = (s.hand + 1) % len(s.main)
+			continue
+		}
+		c.drop(s, e)
+		last := len(s.main) - 1
+		s.main[s.hand] = s.main[last]
+		s.main[last] = nil
+		s.main = s.main[:last]
+		if s.hand >= len(s.main) {
 			s.hand = 0
 		}
 		return
 	}
+}
+
+func (c *cache) drop(s *cacheShard, e *cacheEntry) {
+	if e.shape {
+		c.shapes.Delete(e.key)
+	} else {
+		c.m.Delete(e.key)
+	}
+	s.bytes -= e.size
+	s.evictions++
 }
 
 // CacheStats describes the decision cache of one connector: how often a statement's
@@ -313,7 +433,7 @@ func (c *cache) stats() CacheStats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Entries += len(s.ring)
+		st.Entries += s.len()
 		st.Bytes += s.bytes
 		st.Evictions += s.evictions
 		s.mu.Unlock()
