@@ -121,82 +121,97 @@ func refuse(t *Table, reason, fix string) *Error {
 func analyze(policy *Policy, sql string) (d *decision) { return analyzeWith(policy, sql, nil) }
 
 // analyzeWith is analyze for writes checked against the claim cc (nil: none).
-func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
+func analyzeWith(policy *Policy, sql string, cc *claimCheck) *decision {
+	d, _ := analyzeShaped(policy, sql, cc, false)
+	return d
+}
+
+// analyzeShaped is analyzeWith that, with wantPlan, also returns the plan that decides
+// the texts of the same shape (shape.go) when the statement passes or is rewritten;
+// nil otherwise.
+func analyzeShaped(policy *Policy, sql string, cc *claimCheck, wantPlan bool) (d *decision, plan *shapePlan) {
 	if len(sql) > maxStatementBytes {
 		return &decision{act: actRefuse, refusal: refuse(nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
-			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}
+			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}, nil
 	}
 	scan, err := pg.Scan(sql)
 	if err != nil {
 		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
-			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
+			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}, nil
 	}
 	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
 	if e := r.tokenize(scan); e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	tree, err := pgtree.ParseScanned(sql, scan.Tokens, pgtree.Limit)
 	if err != nil {
-		return &decision{act: actRefuse, refusal: parseRefusal(sql, scan, err)}
+		return &decision{act: actRefuse, refusal: parseRefusal(sql, scan, err)}, nil
 	}
 	if e := admit(policy, tree); e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	writes, e := findWrites(policy, tree)
 	if e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	claim := claimWrite(policy, tree)
 	if len(writes) == 0 {
 		if claim != nil {
-			return &decision{act: actClaim, claim: claim}
+			return &decision{act: actClaim, claim: claim}, nil
 		}
+		d = &decision{act: actPass}
 		if policy.rereadsCatalog() {
-			if eff := catalogEffectOf(tree); eff != 0 {
-				return &decision{act: actPass, catalog: eff}
-			}
+			d.catalog = catalogEffectOf(tree)
 		}
-		return &decision{act: actPass}
+		if wantPlan && cc == nil {
+			plan = newShapePlan(sql, r.toks, tree, d, nil)
+		}
+		return d, plan
 	}
 	if claim != nil {
 		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
 			"the statement writes both a protected table and the claim table "+claim.QualifiedName.String(),
-			"claim the job first with the claim helpers, then write under the claim's epoch")}
+			"claim the job first with the claim helpers, then write under the claim's epoch")}, nil
 	}
 	if len(tree.Stmts) != 1 {
 		return &decision{act: actRefuse, refusal: refuse(writes[0].table,
 			fmt.Sprintf("a string of %d statements writes a protected table", len(tree.Stmts)),
-			"send each statement on its own so each can be fenced")}
+			"send each statement on its own so each can be fenced")}, nil
 	}
-	if minParam(tree) < 1 {
+	minP, maxP := paramRange(sql, r.toks, tree)
+	if minP < 1 {
 		return &decision{act: actRefuse, refusal: refuse(writes[0].table, "the statement uses a parameter numbered below $1",
-			"number parameters from $1")}
+			"number parameters from $1")}, nil
 	}
-	r.param = maxParam(tree) + 1
+	r.param = maxP + 1
 	raw := tree.Stmts[0]
 	lo, hi := r.span(int(raw.StmtLocation), int(raw.StmtLen))
 	if e := r.statement(raw.Stmt, lo, hi, true); e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	for _, w := range writes {
 		if !r.done[w.node] {
 			return &decision{act: actRefuse, refusal: refuse(w.table,
 				"the statement writes the table in a place sqlfence cannot fence",
-				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}
+				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}, nil
 		}
 	}
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &decision{act: actPass}
+		return &decision{act: actPass}, nil
 	}
-	out := r.apply()
+	out := applyEdits(sql, r.toks, r.edits)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
-	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+	d = &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+	if wantPlan && cc == nil {
+		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
+	}
+	return d, plan
 }
 
 // parseRefusal is the refusal for a statement the parser rejects. The common cause

@@ -54,7 +54,7 @@ const (
 
 type cache struct {
 	m        sync.Map // text → *cacheEntry
-	shapes   sync.Map // shape key → *cacheEntry whose d holds a shapePlan (shape.go)
+	shapes   sync.Map // shape key → *cacheEntry with the plan for texts of that shape (shape.go)
 	seed     maphash.Seed
 	shards   []cacheShard
 	counts   [cacheCounterStripes]cacheCounters
@@ -66,20 +66,19 @@ type cache struct {
 // picked at random, so goroutines on different CPUs rarely share a cache line even
 // when they all run the same statement; stats sums the stripes.
 type cacheCounters struct {
-	hits, misses atomic.Uint64
-	_            [128 - 16]byte // a stripe per cache-line pair (adjacent-line prefetch)
+	hits, misses, shapeHits atomic.Uint64
+	_                       [128 - 24]byte // a stripe per cache-line pair (adjacent-line prefetch)
 }
 
 type cacheEntry struct {
 	key  string
 	d    *decision
+	plan *shapePlan // for an entry of cache.shapes, whose key is a shape key (shape.go)
 	size int
 	// ref is the reference bit: a hit sets it; probation promotes an entry found
 	// with it set, the main queue's hand clears it and evicts only entries found
 	// clear.
 	ref atomic.Bool
-	// shape: key is a shape (shape.go), d its plan; the entry lives in cache.shapes.
-	shape bool
 }
 
 // cacheShard keeps the bounds for the keys that hash to it. Every insertion and
@@ -185,6 +184,30 @@ func (c *cache) shard(key string) (*cacheShard, uint64) {
 	return &c.shards[h%uint64(len(c.shards))], h
 }
 
+func (c *cache) enabled() bool { return len(c.shards) > 0 }
+
+// shape returns the plan for texts of the shape key, or nil, and marks it in use for
+// the eviction hand.
+func (c *cache) shape(key string) *shapePlan {
+	v, ok := c.shapes.Load(key)
+	if !ok {
+		return nil
+	}
+	e := v.(*cacheEntry)
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	return e.plan
+}
+
+// shapeHit counts a text decided by a plan.
+func (c *cache) shapeHit() { c.counts[rand.Uint32()%cacheCounterStripes].shapeHits.Add(1) }
+
+// putShape caches the plan for texts of the shape key.
+func (c *cache) putShape(key string, p *shapePlan) {
+	c.insert(&c.shapes, key, nil, p)
+}
+
 func (c *cache) get(key string) (*decision, bool) {
 	if e, ok := c.lookup(key); ok {
 		return e.d, true
@@ -269,6 +292,11 @@ func entrySize(key string, d *decision) int {
 	n := cacheEntryOverhead + len(key) + len(key)/8 + 2*len(d.sql) + 8*cap(d.tables)
 	if cl := d.classify; cl != nil {
 		n += cacheClassifierOverhead + 2*len(cl.query) + 8*cap(cl.args)
+		if cl.lazy {
+			// Built on first use (classifier.resolve): its query is the statement's
+			// own pieces and a few hundred bytes of its own, a parameter an argument.
+			n += 2*(len(d.sql)+512) + 8*d.epochParam
+		}
 	}
 	if e := d.refusal; e != nil {
 		n += cacheRefusalOverhead + len(e.Table) + len(e.Statement) + 2*len(e.Reason) + len(e.Fix)
@@ -278,15 +306,20 @@ func entrySize(key string, d *decision) int {
 
 // put caches d for key and returns its entry, or nil when it is not cached.
 func (c *cache) put(key string, d *decision) *cacheEntry {
-	return c.insert(&c.m, key, d, false)
+	return c.insert(&c.m, key, d, nil)
 }
 
-func (c *cache) insert(m *sync.Map, key string, d *decision, shape bool) *cacheEntry {
+func (c *cache) insert(m *sync.Map, key string, d *decision, plan *shapePlan) *cacheEntry {
 	if len(c.shards) == 0 {
 		return nil
 	}
 	s, h := c.shard(key)
-	n := entrySize(key, d)
+	var n int
+	if plan != nil {
+		n = cacheEntryOverhead + len(key) + len(key)/8 + plan.size()
+	} else {
+		n = entrySize(key, d)
+	}
 	if n > s.maxBytes {
 		return nil // larger than the shard's whole budget: decided each time it runs
 	}
@@ -300,7 +333,7 @@ func (c *cache) insert(m *sync.Map, key string, d *decision, shape bool) *cacheE
 	}
 	// The key is copied so that the cache never pins a larger buffer the
 	// application's text was sliced from, which the byte bound would not see.
-	e := &cacheEntry{key: strings.Clone(key), d: d, size: n, shape: shape}
+	e := &cacheEntry{key: strings.Clone(key), d: d, plan: plan, size: n}
 	if s.ghost.has(h) {
 		s.main = append(s.main, e) // dropped from probation not long ago: it recurs
 	} else {
@@ -370,7 +403,7 @@ func (c *cache) evictMain(s *cacheShard) {
 }
 
 func (c *cache) drop(s *cacheShard, e *cacheEntry) {
-	if e.shape {
+	if e.plan != nil {
 		c.shapes.Delete(e.key)
 	} else {
 		c.m.Delete(e.key)
@@ -384,6 +417,7 @@ func (c *cache) drop(s *cacheShard, e *cacheEntry) {
 type CacheStats struct {
 	Hits      uint64 // executions and prepares whose decision came from the cache
 	Misses    uint64 // statements decided afresh: first seen, evicted, or too large to cache
+	ShapeHits uint64 // of the Misses, those decided without parsing: an earlier text differed only in literal values
 	Evictions uint64 // entries dropped to stay within the bounds
 
 	Entries    int // decisions cached now
@@ -429,6 +463,7 @@ func (c *cache) stats() CacheStats {
 	for i := range c.counts {
 		st.Hits += c.counts[i].hits.Load()
 		st.Misses += c.counts[i].misses.Load()
+		st.ShapeHits += c.counts[i].shapeHits.Load()
 	}
 	for i := range c.shards {
 		s := &c.shards[i]

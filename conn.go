@@ -108,7 +108,7 @@ func (c *conn) lookup(query string) *decision {
 		c.memo.remember(e)
 		return e.d
 	}
-	d := analyze(c.enf.policy, query)
+	d := c.enf.decide(query)
 	if e := ca.put(query, d); e != nil {
 		c.memo.remember(e)
 	}

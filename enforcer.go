@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -32,8 +33,34 @@ func (f *enforcer) decision(query string) *decision {
 	if d, ok := f.cache.get(query); ok {
 		return d
 	}
-	d := analyze(f.policy, query)
+	d := f.decide(query)
 	f.cache.put(query, d)
+	return d
+}
+
+// decide takes the decision for a text the cache does not hold: from the plan of an
+// earlier text of the same shape when there is one (shape.go), by analysis
+// otherwise, which then leaves a plan for the texts of its shape.
+func (f *enforcer) decide(query string) *decision {
+	ca := f.cache
+	if !ca.enabled() || len(query) > maxStatementBytes {
+		return analyze(f.policy, query)
+	}
+	scanned, err := pgtree.ScanTokens(query, nil)
+	if err != nil {
+		return analyze(f.policy, query) // the analysis says why
+	}
+	toks, key := shapeOf(query, scanned)
+	if p := ca.shape(key); p != nil {
+		if d := p.derive(query, toks); d != nil {
+			ca.shapeHit()
+			return d
+		}
+	}
+	d, plan := analyzeShaped(f.policy, query, nil, true)
+	if plan != nil {
+		ca.putShape(key, plan)
+	}
 	return d
 }
 
@@ -311,6 +338,9 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 				"name the conflict columns (ON CONFLICT (col, …)) and insert constants or parameters for them so sqlfence can tell which"
 		}
 		return fenced
+	}
+	if cl = cl.resolve(f.policy, c.query, c.d.sql); cl == nil {
+		return checkFailed(errors.New("the statement's classification query could not be rebuilt from its text"))
 	}
 	args := make([]driver.NamedValue, len(cl.args)+1)
 	for i, a := range cl.args {

@@ -74,6 +74,34 @@ func verify(want *pg.ParseResult, out string) *Error {
 	return nil
 }
 
+// paramRange returns the lowest and highest parameter number in a parsed statement.
+// Every $n token is a ParamRef in the tree and nothing else is, so the scanner's
+// tokens give the numbers without walking the tree; the grammar reads the number
+// with atol, so a token spelled in a way other than plain digits, or too long to
+// be read the same way here, sends the question to the tree.
+func paramRange(sql string, toks []token, tree *pg.ParseResult) (lo, hi int32) {
+	lo = 1
+	for _, t := range toks {
+		if t.tok != pg.Token_PARAM {
+			continue
+		}
+		digits := sql[t.start+1 : t.end]
+		if len(digits) == 0 || len(digits) > 9 {
+			return minParam(tree), maxParam(tree)
+		}
+		n := int32(0)
+		for i := 0; i < len(digits); i++ {
+			c := digits[i]
+			if c < '0' || c > '9' {
+				return minParam(tree), maxParam(tree)
+			}
+			n = 10*n + int32(c-'0')
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	return lo, hi
+}
+
 func minParam(tree *pg.ParseResult) int32 {
 	n := int32(1)
 	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -33,6 +34,40 @@ type classifier struct {
 	// returning: the write has a RETURNING list, so through QueryContext an empty
 	// result is the 0-row case; without one, Query never tells how many rows changed.
 	returning bool
+	// lazy: the decision was taken by shape (shape.go) and query is built on first
+	// use, by analysing the statement's own text: a write that affected no rows is
+	// the rare path, and a query built from the positions of another text would be
+	// that text's.
+	lazy  bool
+	once  sync.Once
+	built *classifier
+}
+
+// forShape returns the classifier of a decision taken by shape from a text whose
+// classifier is c: whether there is one, which table and whether it is conflictOnly
+// or reads RETURNING do not depend on literal values, the query does.
+func (c *classifier) forShape() *classifier {
+	if c == nil || c.conflictOnly {
+		return c // nothing of the text in it
+	}
+	return &classifier{table: c.table, returning: c.returning, lazy: true}
+}
+
+// resolve returns the classifier with its query: c itself, or for a lazy one the
+// classifier a full analysis of query (the text the decision was taken for) builds,
+// provided that analysis sends the same text as the shape did (sent); nil otherwise.
+func (c *classifier) resolve(policy *Policy, query, sent string) *classifier {
+	if !c.lazy {
+		return c
+	}
+	c.once.Do(func() {
+		d := analyze(policy, query)
+		if d.act == actRewrite && d.sql == sent && d.classify != nil && d.classify.table == c.table &&
+			!d.classify.conflictOnly && d.classify.returning == c.returning {
+			c.built = d.classify
+		}
+	})
+	return c.built
 }
 
 // classifier builds the query that explains a 0-row result from the statement's own
