@@ -60,6 +60,35 @@ type cache struct {
 	counts   [cacheCounterStripes]cacheCounters
 	maxItems int // the configured bounds, as given to newCache
 	maxBytes int
+	door     doorkeeper
+}
+
+// doorkeeper admits a text decided by shape into the cache on its second sighting
+// only. Texts with inlined values are mostly sent once: caching each would cost a
+// store, an eviction and a copy of the text per statement, and push the statements
+// that do recur through probation faster. One bit per hash, cleared wholesale after
+// as many sightings as the cache has entries; a lost race or a false positive only
+// caches a text or leaves it out.
+type doorkeeper struct {
+	bits  []atomic.Uint64
+	seen  atomic.Int64
+	reset int64
+}
+
+// admit records text and reports whether it was recorded before.
+func (c *cache) admit(text string) bool {
+	k := &c.door
+	if len(k.bits) == 0 {
+		return true
+	}
+	if k.seen.Add(1)%k.reset == 0 {
+		for i := range k.bits {
+			k.bits[i].Store(0)
+		}
+	}
+	h := maphash.String(c.seed, text) >> 7 // the low bits pick the shard
+	w, bit := &k.bits[h/64%uint64(len(k.bits))], uint64(1)<<(h%64)
+	return w.Or(bit)&bit != 0
 }
 
 // cacheCounters is one stripe of the hit and miss counts. A lookup adds to a stripe
@@ -162,6 +191,11 @@ func newCache(maxEntries, maxBytes int) *cache {
 		n *= 2
 	}
 	c.shards = make([]cacheShard, n)
+	words := 1
+	for words*64 < 8*c.maxItems {
+		words *= 2
+	}
+	c.door = doorkeeper{bits: make([]atomic.Uint64, words), reset: int64(c.maxItems)}
 	// Split both bounds exactly: the shards' limits add up to the configured ones,
 	// never more (a floor per shard plus one for the first remainder shards).
 	for i := range c.shards {

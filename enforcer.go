@@ -33,35 +33,37 @@ func (f *enforcer) decision(query string) *decision {
 	if d, ok := f.cache.get(query); ok {
 		return d
 	}
-	d := f.decide(query)
-	f.cache.put(query, d)
+	d, shaped := f.decide(query)
+	if !shaped || f.cache.admit(query) {
+		f.cache.put(query, d)
+	}
 	return d
 }
 
 // decide takes the decision for a text the cache does not hold: from the plan of an
-// earlier text of the same shape when there is one (shape.go), by analysis
-// otherwise, which then leaves a plan for the texts of its shape.
-func (f *enforcer) decide(query string) *decision {
+// earlier text of the same shape when there is one (shape.go; shaped is then true),
+// by analysis otherwise, which then leaves a plan for the texts of its shape.
+func (f *enforcer) decide(query string) (d *decision, shaped bool) {
 	ca := f.cache
 	if !ca.enabled() || len(query) > maxStatementBytes {
-		return analyze(f.policy, query)
+		return analyze(f.policy, query), false
 	}
 	scanned, err := pgtree.ScanTokens(query, nil)
 	if err != nil {
-		return analyze(f.policy, query) // the analysis says why
+		return analyze(f.policy, query), false // the analysis says why
 	}
 	toks, key := shapeOf(query, scanned)
 	if p := ca.shape(key); p != nil {
 		if d := p.derive(query, toks); d != nil {
 			ca.shapeHit()
-			return d
+			return d, true
 		}
 	}
 	d, plan := analyzeShaped(f.policy, query, nil, true)
 	if plan != nil {
 		ca.putShape(key, plan)
 	}
-	return d
+	return d, false
 }
 
 // call is one execution of a decided statement: the text and arguments to send.
