@@ -122,31 +122,33 @@ func analyze(policy *Policy, sql string) (d *decision) { return analyzeWith(poli
 
 // analyzeWith is analyze for writes checked against the claim cc (nil: none).
 func analyzeWith(policy *Policy, sql string, cc *claimCheck) *decision {
-	d, _ := analyzeShaped(policy, sql, cc, false)
+	d, _ := analyzeShaped(policy, sql, nil, cc, false)
 	return d
 }
 
-// analyzeShaped is analyzeWith that, with wantPlan, also returns the plan that decides
-// the texts of the same shape (shape.go) when the statement passes or is rewritten;
-// nil otherwise.
-func analyzeShaped(policy *Policy, sql string, cc *claimCheck, wantPlan bool) (d *decision, plan *shapePlan) {
+// analyzeShaped is analyzeWith for sql scanned into scanned already (nil: not yet)
+// that, with wantPlan, also returns the plan that decides the texts of the same shape
+// (shape.go) when the statement passes or is rewritten; nil otherwise.
+func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *claimCheck, wantPlan bool) (d *decision, plan *shapePlan) {
 	if len(sql) > maxStatementBytes {
 		return &decision{act: actRefuse, refusal: refuse(nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
 			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}, nil
 	}
-	scan, err := pg.Scan(sql)
-	if err != nil {
-		return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
-			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}, nil
+	if scanned == nil {
+		var err error
+		if scanned, err = pgtree.ScanTokens(sql, nil); err != nil {
+			return &decision{act: actRefuse, refusal: refuse(nil, "cannot parse the statement: "+err.Error(),
+				"fix the SQL syntax; sqlfence never sends a statement it cannot read")}, nil
+		}
 	}
 	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
-	if e := r.tokenize(scan); e != nil {
+	if e := r.tokenize(scanned); e != nil {
 		return &decision{act: actRefuse, refusal: e}, nil
 	}
-	tree, err := pgtree.ParseScanned(sql, scan.Tokens, pgtree.Limit)
+	tree, err := pgtree.ParseTokens(sql, scanned, pgtree.Limit)
 	if err != nil {
-		return &decision{act: actRefuse, refusal: parseRefusal(sql, scan, err)}, nil
+		return &decision{act: actRefuse, refusal: parseRefusal(sql, scanned, err)}, nil
 	}
 	if e := admit(policy, tree); e != nil {
 		return &decision{act: actRefuse, refusal: e}, nil
@@ -218,10 +220,10 @@ func analyzeShaped(policy *Policy, sql string, cc *claimCheck, wantPlan bool) (d
 // with a query builder is ? placeholders — sqlx without the bind type for the driver
 // name "sqlfence", or SQL written for MySQL or SQLite — which PostgreSQL reads as an
 // operator; the message says so.
-func parseRefusal(sql string, scan *pg.ScanResult, err error) *Error {
+func parseRefusal(sql string, toks []pgtree.Token, err error) *Error {
 	e := refuse(nil, "cannot parse the statement: "+err.Error(), "fix the SQL syntax; sqlfence never sends a statement it cannot read")
-	for _, t := range scan.Tokens {
-		if op := sql[t.Start:t.End]; t.Token == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
+	for _, t := range toks {
+		if op := sql[t.Start:t.End]; t.Kind == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
 			e.Reason += "; the statement uses ? placeholders"
 			e.Fix = `PostgreSQL numbers parameters $1, $2…; with sqlx call sqlx.BindDriver("sqlfence", sqlx.DOLLAR) ` +
 				"(or use github.com/sqlfence/sqlfence/contrib/sqlx), or rebind the query with sqlx.Rebind(sqlx.DOLLAR, query)"

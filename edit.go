@@ -44,17 +44,17 @@ type rewriter struct {
 	claim  *claimCheck // the claim the writes are checked against, or nil
 }
 
-func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
-	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
+func (r *rewriter) tokenize(scanned []pgtree.Token) *Error {
+	if _, msg := pgtree.BoundsTokens(scanned); msg != "" {
 		return refuse(nil, "the statement is "+msg,
 			"split the statement, or pass long lists of values as an array parameter")
 	}
-	r.toks = make([]token, 0, len(scan.Tokens))
-	for _, t := range scan.Tokens {
-		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
+	r.toks = make([]token, 0, len(scanned))
+	for _, t := range scanned {
+		if t.Kind == pg.Token_SQL_COMMENT || t.Kind == pg.Token_C_COMMENT {
 			continue
 		}
-		r.toks = append(r.toks, token{int(t.Start), int(t.End), t.Token})
+		r.toks = append(r.toks, token{int(t.Start), int(t.End), t.Kind})
 	}
 	r.depth = make([]int, len(r.toks))
 	r.pair = make([]int, len(r.toks))

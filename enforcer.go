@@ -59,7 +59,7 @@ func (f *enforcer) decide(query string) (d *decision, shaped bool) {
 			return d, true
 		}
 	}
-	d, plan := analyzeShaped(f.policy, query, nil, true)
+	d, plan := analyzeShaped(f.policy, query, scanned, nil, true)
 	if plan != nil {
 		ca.putShape(key, plan)
 	}

@@ -137,7 +137,7 @@ func variant(sql, salt string) string {
 // the one a full analysis of b takes; and a's plan gives a its own decision.
 func checkShape(t *testing.T, p *Policy, a, b string) (hit bool) {
 	t.Helper()
-	da, plan := analyzeShaped(p, a, nil, true)
+	da, plan := analyzeShaped(p, a, nil, nil, true)
 	if plan == nil || len(b) > maxStatementBytes {
 		return false
 	}

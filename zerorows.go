@@ -137,14 +137,14 @@ func fencedCondition(col string, t *Table, deleted bool) string {
 // renumber rewrites the parameters of query to $1..$n in order of first use and
 // records which argument each one takes.
 func renumber(t *Table, query string) *classifier {
-	scan, err := pg.Scan(query)
+	toks, err := pgtree.ScanTokens(query, nil)
 	if err != nil {
 		return nil
 	}
 	c := &classifier{table: t}
 	seen := map[int]int{}
-	for _, tk := range scan.Tokens {
-		if tk.Token != pg.Token_PARAM {
+	for _, tk := range toks {
+		if tk.Kind != pg.Token_PARAM {
 			continue
 		}
 		n, err := strconv.Atoi(query[tk.Start+1 : tk.End])
@@ -158,13 +158,13 @@ func renumber(t *Table, query string) *classifier {
 	}
 	var b strings.Builder
 	at := 0
-	for _, tk := range scan.Tokens {
+	for _, tk := range toks {
 		var repl string
 		switch {
-		case tk.Token == pg.Token_PARAM:
+		case tk.Kind == pg.Token_PARAM:
 			n, _ := strconv.Atoi(query[tk.Start+1 : tk.End])
 			repl = "$" + strconv.Itoa(seen[n])
-		case tk.Token == pg.Token_IDENT && query[tk.Start:tk.End] == epochMarker:
+		case tk.Kind == pg.Token_IDENT && query[tk.Start:tk.End] == epochMarker:
 			// Only the marker the classifier wrote: a literal or a quoted name in the
 			// application's text that happens to spell it is not an IDENT token.
 			repl = "$" + strconv.Itoa(len(c.args)+1) + "::bigint"

@@ -33,11 +33,21 @@ const (
 // text the rewrite made from such text) and parses it. A text past the limit is a
 // *BoundsError.
 func Parse(text string, limit int) (*pg.ParseResult, error) {
-	scan, err := pg.Scan(text)
+	toks, err := ScanTokens(text, nil)
 	if err != nil {
 		return nil, err
 	}
-	return ParseScanned(text, scan.Tokens, limit)
+	return ParseTokens(text, toks, limit)
+}
+
+// ParseTokens is Parse for text the caller has scanned with ScanTokens.
+func ParseTokens(text string, tokens []Token, limit int) (tree *pg.ParseResult, err error) {
+	m, berr := MeasureTokens(text, tokens, false, limit)
+	if berr != nil {
+		return nil, berr
+	}
+	onStack(m, func() { tree, err = pg.Parse(text) })
+	return tree, err
 }
 
 // ParseScanned is Parse for text the caller has scanned already.
