@@ -6,6 +6,7 @@ package pgtree
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -70,36 +71,60 @@ func FuncName(name []*pg.Node) (schema, fn string) {
 	return name[len(name)-2].GetString_().GetSval(), name[len(name)-1].GetString_().GetSval()
 }
 
-// Equal reports whether two trees are the same apart from positions: one pass over
-// both, where stripping them and comparing would walk each tree twice more.
+// Equal reports whether two trees are the same apart from positions. It asks each
+// declared field (and each oneof) of both messages directly, where ranging over the
+// fields either one has set costs a closure call and an allocation per field: the
+// verification of every rewrite runs it over two whole trees.
 func Equal(a, b protoreflect.Message) bool {
-	if a.Descriptor() != b.Descriptor() {
+	desc := a.Descriptor()
+	if desc != b.Descriptor() {
 		return false
 	}
-	na, nb := 0, 0
-	equal := true
-	a.Range(func(fd protoreflect.FieldDescriptor, va protoreflect.Value) bool {
-		if isPosition(fd) {
-			return true
-		}
-		na++
-		if !b.Has(fd) {
-			equal = false
+	sh := shapeOf(desc)
+	for _, fd := range sh.fields {
+		has := a.Has(fd)
+		if has != b.Has(fd) || has && !equalValue(fd, a.Get(fd), b.Get(fd)) {
 			return false
 		}
-		equal = equalValue(fd, va, b.Get(fd))
-		return equal
-	})
-	if !equal {
-		return false
 	}
-	b.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
-		if !isPosition(fd) {
-			nb++
+	for _, o := range sh.oneofs {
+		fd := a.WhichOneof(o)
+		if fd != b.WhichOneof(o) {
+			return false
 		}
-		return true
-	})
-	return na == nb
+		if fd != nil && !isPosition(fd) && !equalValue(fd, a.Get(fd), b.Get(fd)) {
+			return false
+		}
+	}
+	return true
+}
+
+// messageShape is what Equal compares of a message type: its fields outside oneofs,
+// positions left out, and its oneofs (Node's hundreds of members are one oneof).
+type messageShape struct {
+	fields []protoreflect.FieldDescriptor
+	oneofs []protoreflect.OneofDescriptor
+}
+
+var messageShapes sync.Map // protoreflect.MessageDescriptor → *messageShape
+
+func shapeOf(desc protoreflect.MessageDescriptor) *messageShape {
+	if v, ok := messageShapes.Load(desc); ok {
+		return v.(*messageShape)
+	}
+	sh := &messageShape{}
+	fields := desc.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if fd := fields.Get(i); fd.ContainingOneof() == nil && !isPosition(fd) {
+			sh.fields = append(sh.fields, fd)
+		}
+	}
+	oneofs := desc.Oneofs()
+	for i := 0; i < oneofs.Len(); i++ {
+		sh.oneofs = append(sh.oneofs, oneofs.Get(i))
+	}
+	messageShapes.Store(desc, sh)
+	return sh
 }
 
 func isPosition(fd protoreflect.FieldDescriptor) bool {
