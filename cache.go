@@ -142,12 +142,16 @@ type ghost struct {
 	gen   int // drops per generation
 }
 
+// newGhost returns the ghost of a shard that holds items entries. A generation
+// remembers twice as many drops as the shard holds entries: a statement that comes
+// back after up to two to four times the cache's size in one-off texts still counts
+// as recurring.
 func newGhost(items int) ghost {
 	words := 1
-	for words*64 < 16*items { // 16 bits a remembered key: about 3 % false positives
+	for words*64 < 32*items { // 16 bits a remembered key: about 3 % false positives
 		words *= 2
 	}
-	return ghost{bits: [2][]uint64{make([]uint64, words), make([]uint64, words)}, gen: items}
+	return ghost{bits: [2][]uint64{make([]uint64, words), make([]uint64, words)}, gen: 2 * items}
 }
 
 func (g *ghost) positions(h uint64) (uint64, uint64) {
@@ -191,11 +195,13 @@ func newCache(maxEntries, maxBytes int) *cache {
 		n *= 2
 	}
 	c.shards = make([]cacheShard, n)
+	// 32 bits a sighting, cleared after half as many sightings as the cache has
+	// entries: under 2 % of the bits are set when it is cleared.
 	words := 1
-	for words*64 < 8*c.maxItems {
+	for words*64 < 16*c.maxItems {
 		words *= 2
 	}
-	c.door = doorkeeper{bits: make([]atomic.Uint64, words), reset: int64(c.maxItems)}
+	c.door = doorkeeper{bits: make([]atomic.Uint64, words), reset: max(1, int64(c.maxItems/2))}
 	// Split both bounds exactly: the shards' limits add up to the configured ones,
 	// never more (a floor per shard plus one for the first remainder shards).
 	for i := range c.shards {
