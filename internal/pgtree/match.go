@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"github.com/pganalyze/pg_query_go/v6/parser"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -22,16 +21,7 @@ import (
 // fields in number order and leave out the default values of proto3, so equal trees
 // encode alike; were they ever to differ, the rewrite would be refused, never sent.
 func ParseMatches(want *pg.ParseResult, text string, limit int) (bool, error) {
-	toks, err := ScanTokens(text, nil)
-	if err != nil {
-		return false, err
-	}
-	m, berr := MeasureTokens(text, toks, false, limit)
-	if berr != nil {
-		return false, berr
-	}
-	var got []byte
-	onStack(m, func() { got, err = parser.ParseToProtobuf(text) })
+	got, err := parseEncoded(text, limit)
 	if err != nil {
 		return false, err
 	}

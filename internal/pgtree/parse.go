@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/pganalyze/pg_query_go/v6/parser"
 )
 
 // Every text sqlfence hands to pg_query goes through the functions below, each of
@@ -58,6 +59,21 @@ func ParseScanned(text string, tokens []*pg.ScanToken, limit int) (tree *pg.Pars
 	}
 	onStack(m, func() { tree, err = pg.Parse(text) })
 	return tree, err
+}
+
+// parseEncoded is Parse that returns the parser's protobuf output as it comes, for
+// ParseMatches.
+func parseEncoded(text string, limit int) (out []byte, err error) {
+	toks, err := ScanTokens(text, nil)
+	if err != nil {
+		return nil, err
+	}
+	m, berr := MeasureTokens(text, toks, false, limit)
+	if berr != nil {
+		return nil, berr
+	}
+	onStack(m, func() { out, err = parser.ParseToProtobuf(text) })
+	return out, err
 }
 
 // ParsePlpgsql parses the CREATE FUNCTION statement create, whose PL/pgSQL body is

@@ -20,22 +20,62 @@ func Walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
 	}
 }
 
-// walkChildren is Walk for each of m's children.
+// walkChildren is Walk for each of m's children, in the order the fields are
+// declared. It asks the fields that can hold messages directly (children), where
+// ranging over every populated field costs a closure call per field, scalars
+// included: every statement sqlfence decides is walked several times.
 func walkChildren(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
-			return true
+	ch := childrenOf(m.Descriptor())
+	for _, fd := range ch.fields {
+		if m.Has(fd) {
+			walkField(m, fd, f)
 		}
-		if fd.IsList() {
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				Walk(l.Get(i).Message(), f)
-			}
-		} else {
-			Walk(v.Message(), f)
+	}
+	for _, o := range ch.oneofs {
+		if fd := m.WhichOneof(o); fd != nil && fd.Kind() == protoreflect.MessageKind {
+			walkField(m, fd, f)
 		}
-		return true
-	})
+	}
+}
+
+func walkField(m protoreflect.Message, fd protoreflect.FieldDescriptor, f func(protoreflect.Message) bool) {
+	if v := m.Get(fd); fd.IsList() {
+		l := v.List()
+		for i := 0; i < l.Len(); i++ {
+			Walk(l.Get(i).Message(), f)
+		}
+	} else {
+		Walk(v.Message(), f)
+	}
+}
+
+// messageChildren is where a message type's children are: its message fields outside
+// oneofs, and its oneofs (Node's hundreds of members are one).
+type messageChildren struct {
+	fields []protoreflect.FieldDescriptor
+	oneofs []protoreflect.OneofDescriptor
+}
+
+var messageChildrenOf sync.Map // protoreflect.MessageDescriptor → *messageChildren
+
+func childrenOf(desc protoreflect.MessageDescriptor) *messageChildren {
+	if v, ok := messageChildrenOf.Load(desc); ok {
+		return v.(*messageChildren)
+	}
+	ch := &messageChildren{}
+	fields := desc.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if fd.ContainingOneof() == nil && fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
+			ch.fields = append(ch.fields, fd)
+		}
+	}
+	oneofs := desc.Oneofs()
+	for i := 0; i < oneofs.Len(); i++ {
+		ch.oneofs = append(ch.oneofs, oneofs.Get(i))
+	}
+	messageChildrenOf.Store(desc, ch)
+	return ch
 }
 
 // ExplainAnalyze reports whether EXPLAIN runs its statement. PostgreSQL accepts an
