@@ -159,36 +159,50 @@ var valueFields = map[protoreflect.FullName][]protoreflect.Name{
 	"pg_query.RangeSubselect":   {"subquery"},
 }
 
+// valueFieldDescs is valueFields resolved to descriptors once.
+var valueFieldDescs = func() map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor {
+	file := (&pg.ParseResult{}).ProtoReflect().Descriptor().ParentFile()
+	out := map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor{}
+	for name, fields := range valueFields {
+		desc := file.Messages().ByName(name.Name())
+		for _, f := range fields {
+			out[desc] = append(out[desc], desc.Fields().ByName(f))
+		}
+	}
+	return out
+}()
+
+var (
+	aConstDesc = (&pg.A_Const{}).ProtoReflect().Descriptor()
+	nodeDesc   = (&pg.Node{}).ProtoReflect().Descriptor()
+	nodeOneof  = nodeDesc.Oneofs().Get(0)
+)
+
 // valueConstants returns the locations of the constants in tree that are plain
 // values (see valueFields).
 func valueConstants(tree *pg.ParseResult) []int32 {
 	var locs []int32
 	var walk func(m protoreflect.Message)
 	walk = func(m protoreflect.Message) {
-		desc := m.Descriptor()
-		switch desc.FullName() {
-		case "pg_query.A_Const":
+		switch desc := m.Descriptor(); desc {
+		case aConstDesc:
 			locs = append(locs, m.Interface().(*pg.A_Const).Location)
-			return
-		case "pg_query.Node": // a oneof wrapper: the node it holds decides
-			m.Range(func(_ protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-				walk(v.Message())
-				return false
-			})
-			return
-		}
-		fields := desc.Fields()
-		for _, name := range valueFields[desc.FullName()] {
-			fd := fields.ByName(name)
-			if !m.Has(fd) {
-				continue
+		case nodeDesc: // a oneof wrapper: the node it holds decides
+			if fd := m.WhichOneof(nodeOneof); fd != nil && fd.Kind() == protoreflect.MessageKind {
+				walk(m.Get(fd).Message())
 			}
-			if v := m.Get(fd); fd.IsList() {
-				for i, l := 0, v.List(); i < l.Len(); i++ {
-					walk(l.Get(i).Message())
+		default:
+			for _, fd := range valueFieldDescs[desc] {
+				if !m.Has(fd) {
+					continue
 				}
-			} else {
-				walk(v.Message())
+				if v := m.Get(fd); fd.IsList() {
+					for i, l := 0, v.List(); i < l.Len(); i++ {
+						walk(l.Get(i).Message())
+					}
+				} else {
+					walk(v.Message())
+				}
 			}
 		}
 	}
