@@ -45,7 +45,7 @@ func (f *enforcer) decision(query string) *decision {
 // by analysis otherwise, which then leaves a plan for the texts of its shape.
 func (f *enforcer) decide(query string) (d *decision, shaped bool) {
 	ca := f.cache
-	if !ca.enabled() || len(query) > maxStatementBytes {
+	if !ca.enabled() || !shapeable(query) {
 		return analyze(f.policy, query), false
 	}
 	scanned, err := pgtree.ScanTokens(query, nil)

@@ -23,12 +23,18 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
+
+// shapeable reports whether a text may be decided by shape. The analysis refuses
+// texts over maxStatementBytes, and text that is not UTF-8: the scanner accepts
+// bytes in a literal that the parser's tree cannot hold. Both take the analysis.
+func shapeable(sql string) bool { return len(sql) <= maxStatementBytes && utf8.ValidString(sql) }
 
 // shapePlan is a decision in a form that applies to every text of one shape.
 type shapePlan struct {
