@@ -124,87 +124,104 @@ func refuse(code string, t *Table, reason, fix string) *Error {
 func analyze(policy *Policy, sql string) (d *decision) { return analyzeWith(policy, sql, nil) }
 
 // analyzeWith is analyze for writes checked against the claim cc (nil: none).
-func analyzeWith(policy *Policy, sql string, cc *claimCheck) (d *decision) {
+func analyzeWith(policy *Policy, sql string, cc *claimCheck) *decision {
+	d, _ := analyzeShaped(policy, sql, nil, cc, false)
+	return d
+}
+
+// analyzeShaped is analyzeWith for sql scanned into scanned already (nil: not yet)
+// that, with wantPlan, also returns the plan that decides the texts of the same shape
+// (shape.go) when the statement passes or is rewritten; nil otherwise.
+func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *claimCheck, wantPlan bool) (d *decision, plan *shapePlan) {
 	if len(sql) > maxStatementBytes {
 		return &decision{act: actRefuse, refusal: refuse(rulecode.TooLarge, nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
-			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}
+			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}, nil
 	}
 	if strings.Contains(sql, guardmark.Forged) {
 		return &decision{act: actRefuse, refusal: refuse(rulecode.GuardMarker, nil,
 			"the statement contains "+guardmark.Forged+", the marker that tells the database's guard (sqlfence guard) that sqlfence fenced the statement",
-			"remove it from the statement, comment or literal: sqlfence adds it to the statements it fences")}
+			"remove it from the statement, comment or literal: sqlfence adds it to the statements it fences")}, nil
 	}
-	scan, err := pg.Scan(sql)
-	if err != nil {
-		return &decision{act: actRefuse, refusal: refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(),
-			"fix the SQL syntax; sqlfence never sends a statement it cannot read")}
+	if scanned == nil {
+		var err error
+		if scanned, err = pgtree.ScanTokens(sql, nil); err != nil {
+			return &decision{act: actRefuse, refusal: refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(),
+				"fix the SQL syntax; sqlfence never sends a statement it cannot read")}, nil
+		}
 	}
 	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
-	if e := r.tokenize(scan); e != nil {
-		return &decision{act: actRefuse, refusal: e}
+	if e := r.tokenize(scanned); e != nil {
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
-	tree, err := pgtree.ParseScanned(sql, scan.Tokens, pgtree.Limit)
+	tree, err := pgtree.ParseTokens(sql, scanned, pgtree.Limit)
 	if err != nil {
-		return &decision{act: actRefuse, refusal: parseRefusal(sql, scan, err)}
+		return &decision{act: actRefuse, refusal: parseRefusal(sql, scanned, err)}, nil
 	}
 	if e := admit(policy, tree); e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	writes, e := findWrites(policy, tree)
 	if e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	claim := claimWrite(policy, tree)
 	if len(writes) == 0 {
 		if claim != nil {
-			return &decision{act: actClaim, claim: claim}
+			return &decision{act: actClaim, claim: claim}, nil
 		}
+		d = &decision{act: actPass}
 		if policy.rereadsCatalog() {
-			if eff := catalogEffectOf(tree); eff != 0 {
-				return &decision{act: actPass, catalog: eff}
-			}
+			d.catalog = catalogEffectOf(tree)
 		}
-		return &decision{act: actPass}
+		if wantPlan && cc == nil {
+			plan = newShapePlan(sql, r.toks, tree, d, nil)
+		}
+		return d, plan
 	}
 	if claim != nil {
 		return &decision{act: actRefuse, refusal: refuse(rulecode.ClaimAndProtected, writes[0].table,
 			"the statement writes both a protected table and the claim table "+claim.QualifiedName.String(),
-			"claim the job first with the claim helpers, then write under the claim's epoch")}
+			"claim the job first with the claim helpers, then write under the claim's epoch")}, nil
 	}
 	if len(tree.Stmts) != 1 {
 		return &decision{act: actRefuse, refusal: refuse(rulecode.MultiStatement, writes[0].table,
 			fmt.Sprintf("a string of %d statements writes a protected table", len(tree.Stmts)),
-			"send each statement on its own so each can be fenced")}
+			"send each statement on its own so each can be fenced")}, nil
 	}
-	if minParam(tree) < 1 {
+	minP, maxP := paramRange(sql, r.toks, tree)
+	if minP < 1 {
 		return &decision{act: actRefuse, refusal: refuse(rulecode.ParamBelowOne, writes[0].table, "the statement uses a parameter numbered below $1",
-			"number parameters from $1")}
+			"number parameters from $1")}, nil
 	}
-	r.param = maxParam(tree) + 1
+	r.param = maxP + 1
 	raw := tree.Stmts[0]
 	lo, hi := r.span(int(raw.StmtLocation), int(raw.StmtLen))
 	if e := r.statement(raw.Stmt, lo, hi, true); e != nil {
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
 	for _, w := range writes {
 		if !r.done[w.node] {
 			return &decision{act: actRefuse, refusal: refuse(rulecode.UnfenceablePlace, w.table,
 				"the statement writes the table in a place sqlfence cannot fence",
-				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}
+				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}, nil
 		}
 	}
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &decision{act: actPass}
+		return &decision{act: actPass}, nil
 	}
-	out := guardMarker(r.tables) + r.apply()
+	out := guardMarker(r.tables) + applyEdits(sql, r.toks, r.edits)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
-		return &decision{act: actRefuse, refusal: e}
+		return &decision{act: actRefuse, refusal: e}, nil
 	}
-	return &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+	d = &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+	if wantPlan && cc == nil {
+		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
+	}
+	return d, plan
 }
 
 // guardMarker is the comment the fenced text starts with: it names the protected
@@ -226,13 +243,13 @@ func guardMarker(tables []*Table) string {
 // with a query builder is ? placeholders — sqlx without the bind type for the driver
 // name "sqlfence", or SQL written for MySQL or SQLite — which PostgreSQL reads as an
 // operator; the message says so.
-func parseRefusal(sql string, scan *pg.ScanResult, err error) *Error {
+func parseRefusal(sql string, toks []pgtree.Token, err error) *Error {
 	e := refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(), "fix the SQL syntax; sqlfence never sends a statement it cannot read")
 	if errors.As(err, new(*pgtree.BoundsError)) {
 		e.Code = rulecode.TooDeep
 	}
-	for _, t := range scan.Tokens {
-		if op := sql[t.Start:t.End]; t.Token == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
+	for _, t := range toks {
+		if op := sql[t.Start:t.End]; t.Kind == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
 			e.Code = rulecode.QuestionMarks
 			e.Reason += "; the statement uses ? placeholders"
 			e.Fix = `PostgreSQL numbers parameters $1, $2…; with sqlx call sqlx.BindDriver("sqlfence", sqlx.DOLLAR) ` +

@@ -17,10 +17,20 @@ import (
 // Reads take no lock and write no shared memory in the common case, so a statement
 // that every worker runs does not turn into a contended cache line: entries live in a
 // sync.Map (lock-free Load), the hit and miss counters are striped, and an entry's
-// CLOCK reference bit is only written when it is not already set. Writes (a miss that
+// reference bit is only written when it is not already set. Writes (a miss that
 // decided a statement) take the lock of one of a few shards, which keep the bounds.
 // In front of the shared cache, each connection keeps a memo of the few decisions it
 // looked up last (decisionMemo).
+//
+// Eviction resists scans: an application that inlines literals sends a stream of texts
+// it never sends again, and that stream must not flush the parameterised statements it
+// runs all the time. A shard keeps two queues (the S3-FIFO scheme): new entries enter
+// a probation FIFO; the entries found referenced when they reach its head move to the
+// main queue, the others are dropped and their hashes remembered for a while (the
+// ghost). The main queue is a CLOCK over entries that proved themselves once; it only
+// gives up an entry when probation is down to its share. A statement seen again after
+// its probation entry was dropped (it recurs more slowly than one-offs pass through
+// probation) is found in the ghost and goes straight to the main queue.
 const (
 	defaultCacheEntries = 10_000
 	defaultCacheBytes   = 32 << 20
@@ -43,44 +53,55 @@ const (
 )
 
 type cache struct {
-	m        sync.Map // string → *cacheEntry
+	m        sync.Map // text → *cacheEntry
+	shapes   sync.Map // shape key → *cacheEntry with the plan for texts of that shape (shape.go)
 	seed     maphash.Seed
 	shards   []cacheShard
 	counts   [cacheCounterStripes]cacheCounters
 	maxItems int // the configured bounds, as given to newCache
 	maxBytes int
+	door     doorkeeper
 }
 
 // cacheCounters is one stripe of the hit and miss counts. A lookup adds to a stripe
 // picked at random, so goroutines on different CPUs rarely share a cache line even
 // when they all run the same statement; stats sums the stripes.
 type cacheCounters struct {
-	hits, misses atomic.Uint64
-	_            [128 - 16]byte // a stripe per cache-line pair (adjacent-line prefetch)
+	hits, misses, shapeHits atomic.Uint64
+	_                       [128 - 24]byte // a stripe per cache-line pair (adjacent-line prefetch)
 }
 
 type cacheEntry struct {
 	key  string
 	d    *decision
+	plan *shapePlan // for an entry of cache.shapes, whose key is a shape key (shape.go)
 	size int
-	// ref is the CLOCK reference bit: a hit sets it, the eviction hand clears it and
-	// evicts only entries found clear, so statements in use survive a stream of
-	// one-off statements (inlined literals) that would otherwise flush them.
+	// ref is the reference bit: a hit sets it; probation promotes an entry found
+	// with it set, the main queue's hand clears it and evicts only entries found
+	// clear.
 	ref atomic.Bool
 }
 
 // cacheShard keeps the bounds for the keys that hash to it. Every insertion and
-// eviction of such a key happens under mu, so ring, bytes and the sync.Map agree.
+// eviction of such a key happens under mu, so the queues, bytes and the maps agree.
 type cacheShard struct {
 	mu        sync.Mutex
-	ring      []*cacheEntry // the shard's entries; hand walks it in CLOCK order
+	probation []*cacheEntry // FIFO from probation[head]: entries not yet hit before their turn
+	head      int
+	probBytes int
+	main      []*cacheEntry // entries that were hit on probation; hand walks it in CLOCK order
 	hand      int
-	bytes     int
+	bytes     int // both queues
 	evictions uint64
 	maxItems  int
 	maxBytes  int
+	ghost     ghost
 	_         [64]byte // keep neighbouring shards' locks off one cache line
 }
+
+// probationShare is the part of a shard's bounds the probation queue keeps when the
+// main queue needs room: one-off texts stay this long before they are dropped.
+const probationShare = 10
 
 // newCache returns a cache that holds at most maxEntries decisions and maxBytes
 // bytes of them (as accounted by entrySize). A bound ≤ 0 disables caching: every
@@ -95,6 +116,13 @@ func newCache(maxEntries, maxBytes int) *cache {
 		n *= 2
 	}
 	c.shards = make([]cacheShard, n)
+	// 32 bits a sighting, cleared after half as many sightings as the cache has
+	// entries: under 2 % of the bits are set when it is cleared.
+	words := 1
+	for words*64 < 16*c.maxItems {
+		words *= 2
+	}
+	c.door = doorkeeper{bits: make([]atomic.Uint64, words), reset: max(1, int64(c.maxItems/2))}
 	// Split both bounds exactly: the shards' limits add up to the configured ones,
 	// never more (a floor per shard plus one for the first remainder shards).
 	for i := range c.shards {
@@ -107,12 +135,38 @@ func newCache(maxEntries, maxBytes int) *cache {
 		if i < c.maxBytes%n {
 			s.maxBytes++
 		}
+		s.ghost = newGhost(s.maxItems)
 	}
 	return c
 }
 
-func (c *cache) shard(key string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, key)%uint64(len(c.shards))]
+func (c *cache) shard(key string) (*cacheShard, uint64) {
+	h := maphash.String(c.seed, key)
+	return &c.shards[h%uint64(len(c.shards))], h
+}
+
+func (c *cache) enabled() bool { return len(c.shards) > 0 }
+
+// shape returns the plan for texts of the shape key, or nil, and marks it in use for
+// the eviction hand.
+func (c *cache) shape(key string) *shapePlan {
+	v, ok := c.shapes.Load(key)
+	if !ok {
+		return nil
+	}
+	e := v.(*cacheEntry)
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	return e.plan
+}
+
+// shapeHit counts a text decided by a plan.
+func (c *cache) shapeHit() { c.counts[rand.Uint32()%cacheCounterStripes].shapeHits.Add(1) }
+
+// putShape caches the plan for texts of the shape key.
+func (c *cache) putShape(key string, p *shapePlan) {
+	c.insert(&c.shapes, key, nil, p)
 }
 
 func (c *cache) get(key string) (*decision, bool) {
@@ -199,6 +253,11 @@ func entrySize(key string, d *decision) int {
 	n := cacheEntryOverhead + len(key) + len(key)/8 + 2*len(d.sql) + 8*cap(d.tables)
 	if cl := d.classify; cl != nil {
 		n += cacheClassifierOverhead + 2*len(cl.query) + 8*cap(cl.args)
+		if cl.lazy {
+			// Built on first use (classifier.resolve): its query is the statement's
+			// own pieces and a few hundred bytes of its own, a parameter an argument.
+			n += 2*(len(d.sql)+512) + 8*d.epochParam
+		}
 	}
 	if e := d.refusal; e != nil {
 		n += cacheRefusalOverhead + len(e.Table) + len(e.Statement) + 2*len(e.Reason) + len(e.Fix)
@@ -208,55 +267,110 @@ func entrySize(key string, d *decision) int {
 
 // put caches d for key and returns its entry, or nil when it is not cached.
 func (c *cache) put(key string, d *decision) *cacheEntry {
+	return c.insert(&c.m, key, d, nil)
+}
+
+func (c *cache) insert(m *sync.Map, key string, d *decision, plan *shapePlan) *cacheEntry {
 	if len(c.shards) == 0 {
 		return nil
 	}
-	s := c.shard(key)
-	n := entrySize(key, d)
+	s, h := c.shard(key)
+	var n int
+	if plan != nil {
+		n = cacheEntryOverhead + len(key) + len(key)/8 + plan.size()
+	} else {
+		n = entrySize(key, d)
+	}
 	if n > s.maxBytes {
 		return nil // larger than the shard's whole budget: decided each time it runs
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := c.m.Load(key); ok {
+	if v, ok := m.Load(key); ok {
 		return v.(*cacheEntry) // another connection decided the same text first
 	}
-	for len(s.ring) >= s.maxItems || s.bytes+n > s.maxBytes {
+	for s.len() >= s.maxItems || s.bytes+n > s.maxBytes {
 		c.evict(s) // terminates: an empty shard always has room for n ≤ maxBytes
 	}
 	// The key is copied so that the cache never pins a larger buffer the
 	// application's text was sliced from, which the byte bound would not see.
-	e := &cacheEntry{key: strings.Clone(key), d: d, size: n}
-	s.ring = append(s.ring, e)
+	e := &cacheEntry{key: strings.Clone(key), d: d, plan: plan, size: n}
+	if s.ghost.has(h) {
+		s.main = append(s.main, e) // dropped from probation not long ago: it recurs
+	} else {
+		s.probation = append(s.probation, e)
+		s.probBytes += n
+	}
 	s.bytes += n
-	c.m.Store(e.key, e)
+	m.Store(e.key, e)
 	return e
 }
 
-// evict removes one entry from s, which must be locked and not empty: the first one
-// the CLOCK hand finds unreferenced since its last pass. After two full turns it
-// evicts where the hand stands, so lookups setting bits concurrently cannot keep
-// an insertion waiting.
+func (s *cacheShard) len() int { return len(s.probation) - s.head + len(s.main) }
+
+// evict makes room in s, which must be locked and not empty: it drops an entry from
+// probation, or when probation is down to its share, from the main queue.
 func (c *cache) evict(s *cacheShard) {
-	for turns := 2 * len(s.ring); ; turns-- {
-		e := s.ring[s.hand]
-		if turns > 0 && e.ref.Load() {
+	for {
+		inProbation := len(s.probation) - s.head
+		if inProbation == 0 || len(s.main) > 0 &&
+			inProbation*probationShare <= s.maxItems && s.probBytes*probationShare <= s.maxBytes {
+			c.evictMain(s)
+			return
+		}
+		e := s.probation[s.head]
+		s.probation[s.head] = nil
+		s.head++
+		if s.head > 32 && 2*s.head > len(s.probation) {
+			s.probation = append(s.probation[:0], s.probation[s.head:]...)
+			clear(s.probation[len(s.probation):cap(s.probation)])
+			s.head = 0
+		}
+		s.probBytes -= e.size
+		if e.ref.Load() {
+			// Hit while on probation: it moves to the main queue, and the loop
+			// looks for room again.
 			e.ref.Store(false)
-			s.hand = (s.hand + 1) % len(s.ring)
+			s.main = append(s.main, e)
 			continue
 		}
-		c.m.Delete(e.key)
-		s.bytes -= e.size
-		s.evictions++
-		last := len(s.ring) - 1
-		s.ring[s.hand] = s.ring[last]
-		s.ring[last] = nil
-		s.ring = s.ring[:last]
-		if s.hand >= len(s.ring) {
+		c.drop(s, e)
+		s.ghost.add(maphash.String(c.seed, e.key))
+		return
+	}
+}
+
+// evictMain drops the first entry of the main queue the CLOCK hand finds
+// unreferenced since its last pass. After two full turns it drops the one where the
+// hand stands, so lookups setting bits concurrently cannot keep an insertion waiting.
+func (c *cache) evictMain(s *cacheShard) {
+	for turns := 2 * len(s.main); ; turns-- {
+		e := s.main[s.hand]
+		if turns > 0 && e.ref.Load() {
+			e.ref.Store(false)
+			s.hand = (s.hand + 1) % len(s.main)
+			continue
+		}
+		c.drop(s, e)
+		last := len(s.main) - 1
+		s.main[s.hand] = s.main[last]
+		s.main[last] = nil
+		s.main = s.main[:last]
+		if s.hand >= len(s.main) {
 			s.hand = 0
 		}
 		return
 	}
+}
+
+func (c *cache) drop(s *cacheShard, e *cacheEntry) {
+	if e.plan != nil {
+		c.shapes.Delete(e.key)
+	} else {
+		c.m.Delete(e.key)
+	}
+	s.bytes -= e.size
+	s.evictions++
 }
 
 // CacheStats describes the decision cache of one connector: how often a statement's
@@ -264,6 +378,7 @@ func (c *cache) evict(s *cacheShard) {
 type CacheStats struct {
 	Hits      uint64 // executions and prepares whose decision came from the cache
 	Misses    uint64 // statements decided afresh: first seen, evicted, or too large to cache
+	ShapeHits uint64 // of the Misses, those decided without parsing: an earlier text differed only in literal values
 	Evictions uint64 // entries dropped to stay within the bounds
 
 	Entries    int // decisions cached now
@@ -313,11 +428,12 @@ func (c *cache) stats() CacheStats {
 	for i := range c.counts {
 		st.Hits += c.counts[i].hits.Load()
 		st.Misses += c.counts[i].misses.Load()
+		st.ShapeHits += c.counts[i].shapeHits.Load()
 	}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Entries += len(s.ring)
+		st.Entries += s.len()
 		st.Bytes += s.bytes
 		st.Evictions += s.evictions
 		s.mu.Unlock()

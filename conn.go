@@ -118,7 +118,10 @@ func (c *conn) lookup(query string) *decision {
 		c.memo.remember(e)
 		return e.d
 	}
-	d := analyze(c.enf.policy, query)
+	d, shaped := c.enf.decide(query)
+	if shaped && !ca.admit(query) {
+		return d
+	}
 	if e := ca.put(query, d); e != nil {
 		c.memo.remember(e)
 	}

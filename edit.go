@@ -21,10 +21,14 @@ type token struct {
 	tok        pg.Token
 }
 
+// edit is an insertion anchored to a token rather than a byte offset, so that the
+// same edits apply to another text of the same shape (shape.go): text goes before
+// token tok, after it, or in its place.
 type edit struct {
-	pos  int
-	del  int
-	text string
+	tok     int
+	after   bool
+	replace bool
+	text    string
 }
 
 type rewriter struct {
@@ -41,17 +45,17 @@ type rewriter struct {
 	claim  *claimCheck // the claim the writes are checked against, or nil
 }
 
-func (r *rewriter) tokenize(scan *pg.ScanResult) *Error {
-	if _, msg := pgtree.Bounds(scan.Tokens); msg != "" {
+func (r *rewriter) tokenize(scanned []pgtree.Token) *Error {
+	if _, msg := pgtree.BoundsTokens(scanned); msg != "" {
 		return refuse(rulecode.TooDeep, nil, "the statement is "+msg,
 			"split the statement, or pass long lists of values as an array parameter")
 	}
-	r.toks = make([]token, 0, len(scan.Tokens))
-	for _, t := range scan.Tokens {
-		if t.Token == pg.Token_SQL_COMMENT || t.Token == pg.Token_C_COMMENT {
+	r.toks = make([]token, 0, len(scanned))
+	for _, t := range scanned {
+		if t.Kind == pg.Token_SQL_COMMENT || t.Kind == pg.Token_C_COMMENT {
 			continue
 		}
-		r.toks = append(r.toks, token{int(t.Start), int(t.End), t.Token})
+		r.toks = append(r.toks, token{int(t.Start), int(t.End), t.Kind})
 	}
 	r.depth = make([]int, len(r.toks))
 	r.pair = make([]int, len(r.toks))
@@ -121,21 +125,46 @@ func (r *rewriter) clauseEnd(from, hi, base int, clauses ...pg.Token) int {
 	return hi
 }
 
-func (r *rewriter) insert(pos int, text string) {
-	r.edits = append(r.edits, edit{pos: pos, text: text})
+func (r *rewriter) insertBefore(tok int, text string) {
+	r.edits = append(r.edits, edit{tok: tok, text: text})
 }
 
-func (r *rewriter) apply() string {
-	slices.SortStableFunc(r.edits, func(a, b edit) int { return a.pos - b.pos })
-	var b strings.Builder
-	b.Grow(len(r.sql) + 64*len(r.edits))
-	at := 0
-	for _, e := range r.edits {
-		b.WriteString(r.sql[at:e.pos])
-		b.WriteString(e.text)
-		at = e.pos + e.del
+func (r *rewriter) insertAfter(tok int, text string) {
+	r.edits = append(r.edits, edit{tok: tok, after: true, text: text})
+}
+
+// applyEdits inserts edits into sql, whose tokens are toks. The edits stay in the
+// order they were made: with the positions of another text of the same shape, two
+// edits may fall on one offset in one text and not in the other, and only sorting
+// the original order gives each text what its own analysis gives.
+func applyEdits(sql string, toks []token, edits []edit) string {
+	type placed struct{ pos, end int }
+	at := make([]placed, len(edits))
+	order := make([]int, len(edits))
+	grow := 0
+	for i, e := range edits {
+		t := toks[e.tok]
+		switch {
+		case e.replace:
+			at[i] = placed{t.start, t.end}
+		case e.after:
+			at[i] = placed{t.end, t.end}
+		default:
+			at[i] = placed{t.start, t.start}
+		}
+		order[i] = i
+		grow += len(e.text)
 	}
-	b.WriteString(r.sql[at:])
+	slices.SortStableFunc(order, func(a, b int) int { return at[a].pos - at[b].pos })
+	var b strings.Builder
+	b.Grow(len(sql) + grow)
+	pos := 0
+	for _, i := range order {
+		b.WriteString(sql[pos:at[i].pos])
+		b.WriteString(edits[i].text)
+		pos = at[i].end
+	}
+	b.WriteString(sql[pos:])
 	return b.String()
 }
 

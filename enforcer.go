@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -41,9 +42,37 @@ func (f *enforcer) decision(query string) *decision {
 	if d, ok := f.cache.get(query); ok {
 		return d
 	}
-	d := analyze(f.policy, query)
-	f.cache.put(query, d)
+	d, shaped := f.decide(query)
+	if !shaped || f.cache.admit(query) {
+		f.cache.put(query, d)
+	}
 	return d
+}
+
+// decide takes the decision for a text the cache does not hold: from the plan of an
+// earlier text of the same shape when there is one (shape.go; shaped is then true),
+// by analysis otherwise, which then leaves a plan for the texts of its shape.
+func (f *enforcer) decide(query string) (d *decision, shaped bool) {
+	ca := f.cache
+	if !ca.enabled() || !shapeable(query) {
+		return analyze(f.policy, query), false
+	}
+	scanned, err := pgtree.ScanTokens(query, nil)
+	if err != nil {
+		return analyze(f.policy, query), false // the analysis says why
+	}
+	toks, key := shapeOf(query, scanned)
+	if p := ca.shape(key); p != nil {
+		if d := p.derive(query, toks); d != nil {
+			ca.shapeHit()
+			return d, true
+		}
+	}
+	d, plan := analyzeShaped(f.policy, query, scanned, nil, true)
+	if plan != nil {
+		ca.putShape(key, plan)
+	}
+	return d, false
 }
 
 // call is one execution of a decided statement: the text and arguments to send.
@@ -359,6 +388,9 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 				"name the conflict columns (ON CONFLICT (col, …)) and insert constants or parameters for them so sqlfence can tell which"
 		}
 		return fenced
+	}
+	if cl = cl.resolve(f.policy, c.query, c.d.sql); cl == nil {
+		return checkFailed(errors.New("the statement's classification query could not be rebuilt from its text"))
 	}
 	args := make([]driver.NamedValue, len(cl.args)+1)
 	for i, a := range cl.args {

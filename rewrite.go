@@ -144,7 +144,7 @@ func (r *rewriter) update(u *pg.UpdateStmt, lo, hi int, top bool) *Error {
 	}
 	setEnd := r.clauseEnd(set+1, hi, base, pg.Token_FROM, pg.Token_WHERE, pg.Token_RETURNING)
 	qual := qualifier(u.Relation)
-	r.insert(r.toks[setEnd-1].end, ", "+sqlident.Quote(t.EpochColumn)+" = "+r.stampText())
+	r.insertAfter(setEnd-1, ", "+sqlident.Quote(t.EpochColumn)+" = "+r.stampText())
 	u.TargetList = append(u.TargetList, r.setTarget(t))
 	hasWhere := u.WhereClause != nil
 	whereEnd, err := r.fenceWhere(t, qual, &u.WhereClause, setEnd, hi, base)
@@ -210,7 +210,7 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 	fence := r.fenceText(t, qual)
 	if *where == nil {
 		ret := r.clauseEnd(from, hi, base, pg.Token_RETURNING)
-		r.insert(r.toks[ret-1].end, " WHERE "+fence)
+		r.insertAfter(ret-1, " WHERE "+fence)
 		*where = r.fenceNode(t, qual)
 		return ret, nil
 	}
@@ -219,8 +219,8 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 		return 0, unexpected(t, "WHERE clause")
 	}
 	end := r.clauseEnd(w+1, hi, base, pg.Token_RETURNING)
-	r.insert(r.toks[w+1].start, "(")
-	r.insert(r.toks[end-1].end, ") AND "+fence)
+	r.insertBefore(w+1, "(")
+	r.insertAfter(end-1, ") AND "+fence)
 	*where = andNode(*where, r.fenceNode(t, qual))
 	return end, nil
 }

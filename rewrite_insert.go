@@ -54,7 +54,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 			return unexpected(t, "INSERT column list")
 		}
 		close := r.pair[open]
-		r.insert(r.toks[close-1].end, ", "+col)
+		r.insertAfter(close-1, ", "+col)
 		s.Cols = append(s.Cols, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}})
 		body = close + 1
 		if s.Override != pg.OverridingKind_OVERRIDING_NOT_SET {
@@ -80,7 +80,7 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 			return unexpected(t, "ON CONFLICT DO UPDATE")
 		}
 		setEnd := r.clauseEnd(set+1, hi, base, pg.Token_WHERE, pg.Token_RETURNING)
-		r.insert(r.toks[setEnd-1].end, ", "+col+" = "+r.stampText())
+		r.insertAfter(setEnd-1, ", "+col+" = "+r.stampText())
 		oc.TargetList = append(oc.TargetList, r.setTarget(t))
 		hadWhere := oc.WhereClause != nil
 		readsExcluded := hadWhere && refersTo(oc.WhereClause, "excluded")
@@ -103,9 +103,8 @@ func (r *rewriter) insertStmt(s *pg.InsertStmt, lo, hi int, top bool) *Error {
 // defaultValues turns DEFAULT VALUES (tokens def, def+1) into (col) VALUES ($e),
 // replacing only the DEFAULT keyword so that anything between the two survives.
 func (r *rewriter) defaultValues(def int, col string) {
-	t := r.toks[def]
-	r.edits = append(r.edits, edit{pos: t.start, del: t.end - t.start, text: "(" + col + ")"})
-	r.insert(r.toks[def+1].end, " ("+r.stampText()+")")
+	r.edits = append(r.edits, edit{tok: def, replace: true, text: "(" + col + ")"})
+	r.insertAfter(def+1, " ("+r.stampText()+")")
 }
 
 func (r *rewriter) onConflict(from, hi, base int) int {
@@ -143,7 +142,7 @@ func (r *rewriter) fenceRows(t *Table, sel *pg.SelectStmt, lo, hi int) *Error {
 			if i >= hi || r.toks[i].tok != pg.Token_ASCII_40 || r.pair[i] < 0 || list == nil {
 				return unexpected(t, "VALUES row")
 			}
-			r.insert(r.toks[r.pair[i]-1].end, ", "+r.stampText())
+			r.insertAfter(r.pair[i]-1, ", "+r.stampText())
 			list.Items = append(list.Items, r.stampNode())
 			i = r.pair[i] + 1
 			if i < hi && r.toks[i].tok == pg.Token_ASCII_44 {
@@ -183,7 +182,7 @@ func (r *rewriter) fenceRows(t *Table, sel *pg.SelectStmt, lo, hi int) *Error {
 		end := r.clauseEnd(s+1, hi, base, pg.Token_FROM, pg.Token_INTO, pg.Token_WHERE, pg.Token_GROUP_P,
 			pg.Token_HAVING, pg.Token_WINDOW, pg.Token_ORDER, pg.Token_LIMIT, pg.Token_OFFSET, pg.Token_FETCH,
 			pg.Token_FOR, pg.Token_UNION, pg.Token_INTERSECT, pg.Token_EXCEPT)
-		r.insert(r.toks[end-1].end, ", "+r.stampText())
+		r.insertAfter(end-1, ", "+r.stampText())
 		sel.TargetList = append(sel.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: r.stampNode()}}})
 		return nil
 	}

@@ -57,17 +57,17 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 				if and < 0 {
 					return unexpected(t, "MERGE WHEN condition")
 				}
-				r.insert(r.toks[and+1].start, "(")
-				r.insert(r.toks[then-1].end, ") AND "+fence)
+				r.insertBefore(and+1, "(")
+				r.insertAfter(then-1, ") AND "+fence)
 				c.Condition = andNode(c.Condition, r.fenceNode(t, qual))
 			} else {
-				r.insert(r.toks[then-1].end, " AND "+fence)
+				r.insertAfter(then-1, " AND "+fence)
 				c.Condition = r.fenceNode(t, qual)
 			}
 		}
 		switch c.CommandType {
 		case pg.CmdType_CMD_UPDATE:
-			r.insert(r.toks[next-1].end, ", "+col+" = "+r.stampText())
+			r.insertAfter(next-1, ", "+col+" = "+r.stampText())
 			c.TargetList = append(c.TargetList, r.setTarget(t))
 		case pg.CmdType_CMD_INSERT:
 			ins := r.find(then, next, base, pg.Token_INSERT)
@@ -87,8 +87,8 @@ func (r *rewriter) merge(m *pg.MergeStmt, lo, hi int, top bool) *Error {
 				if open < 0 || r.pair[open] < 0 || values < 0 || values+1 >= next || r.pair[values+1] < 0 {
 					return unexpected(t, "MERGE INSERT")
 				}
-				r.insert(r.toks[r.pair[open]-1].end, ", "+col)
-				r.insert(r.toks[r.pair[values+1]-1].end, ", "+r.stampText())
+				r.insertAfter(r.pair[open]-1, ", "+col)
+				r.insertAfter(r.pair[values+1]-1, ", "+r.stampText())
 			}
 			c.TargetList = append(c.TargetList, &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn}}})
 			c.Values = append(c.Values, r.stampNode())

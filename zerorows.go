@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -33,6 +34,40 @@ type classifier struct {
 	// returning: the write has a RETURNING list, so through QueryContext an empty
 	// result is the 0-row case; without one, Query never tells how many rows changed.
 	returning bool
+	// lazy: the decision was taken by shape (shape.go) and query is built on first
+	// use, by analysing the statement's own text: a write that affected no rows is
+	// the rare path, and a query built from the positions of another text would be
+	// that text's.
+	lazy  bool
+	once  sync.Once
+	built *classifier
+}
+
+// forShape returns the classifier of a decision taken by shape from a text whose
+// classifier is c: whether there is one, which table and whether it is conflictOnly
+// or reads RETURNING do not depend on literal values, the query does.
+func (c *classifier) forShape() *classifier {
+	if c == nil || c.conflictOnly {
+		return c // nothing of the text in it
+	}
+	return &classifier{table: c.table, returning: c.returning, lazy: true}
+}
+
+// resolve returns the classifier with its query: c itself, or for a lazy one the
+// classifier a full analysis of query (the text the decision was taken for) builds,
+// provided that analysis sends the same text as the shape did (sent); nil otherwise.
+func (c *classifier) resolve(policy *Policy, query, sent string) *classifier {
+	if !c.lazy {
+		return c
+	}
+	c.once.Do(func() {
+		d := analyze(policy, query)
+		if d.act == actRewrite && d.sql == sent && d.classify != nil && d.classify.table == c.table &&
+			!d.classify.conflictOnly && d.classify.returning == c.returning {
+			c.built = d.classify
+		}
+	})
+	return c.built
 }
 
 // classifier builds the query that explains a 0-row result from the statement's own
@@ -102,14 +137,14 @@ func fencedCondition(col string, t *Table, deleted bool) string {
 // renumber rewrites the parameters of query to $1..$n in order of first use and
 // records which argument each one takes.
 func renumber(t *Table, query string) *classifier {
-	scan, err := pg.Scan(query)
+	toks, err := pgtree.ScanTokens(query, nil)
 	if err != nil {
 		return nil
 	}
 	c := &classifier{table: t}
 	seen := map[int]int{}
-	for _, tk := range scan.Tokens {
-		if tk.Token != pg.Token_PARAM {
+	for _, tk := range toks {
+		if tk.Kind != pg.Token_PARAM {
 			continue
 		}
 		n, err := strconv.Atoi(query[tk.Start+1 : tk.End])
@@ -123,13 +158,13 @@ func renumber(t *Table, query string) *classifier {
 	}
 	var b strings.Builder
 	at := 0
-	for _, tk := range scan.Tokens {
+	for _, tk := range toks {
 		var repl string
 		switch {
-		case tk.Token == pg.Token_PARAM:
+		case tk.Kind == pg.Token_PARAM:
 			n, _ := strconv.Atoi(query[tk.Start+1 : tk.End])
 			repl = "$" + strconv.Itoa(seen[n])
-		case tk.Token == pg.Token_IDENT && query[tk.Start:tk.End] == epochMarker:
+		case tk.Kind == pg.Token_IDENT && query[tk.Start:tk.End] == epochMarker:
 			// Only the marker the classifier wrote: a literal or a quoted name in the
 			// application's text that happens to spell it is not an IDENT token.
 			repl = "$" + strconv.Itoa(len(c.args)+1) + "::bigint"

@@ -208,14 +208,23 @@ func (e *BoundsError) Error() string {
 // this file), or, when it exceeds limit, a BoundsError for the first token past it.
 // text is the scanned text; only PL/pgSQL needs it (LOOP is not an SQL keyword).
 func Measure(text string, tokens []*pg.ScanToken, plpgsql bool, limit int) (int, *BoundsError) {
-	toks := make([]*pg.ScanToken, 0, len(tokens))
+	toks := make([]Token, 0, len(tokens))
 	for _, t := range tokens {
-		if t.Token != pg.Token_SQL_COMMENT && t.Token != pg.Token_C_COMMENT {
+		toks = append(toks, Token{Start: t.Start, End: t.End, Kind: t.Token})
+	}
+	return MeasureTokens(text, toks, plpgsql, limit)
+}
+
+// MeasureTokens is Measure for tokens from ScanTokens.
+func MeasureTokens(text string, tokens []Token, plpgsql bool, limit int) (int, *BoundsError) {
+	toks := make([]Token, 0, len(tokens))
+	for _, t := range tokens {
+		if t.Kind != pg.Token_SQL_COMMENT && t.Kind != pg.Token_C_COMMENT {
 			toks = append(toks, t)
 		}
 	}
 	word := func(i int, w string) bool {
-		if i < 0 || i >= len(toks) || toks[i].Token != pg.Token_IDENT {
+		if i < 0 || i >= len(toks) || toks[i].Kind != pg.Token_IDENT {
 			return false
 		}
 		s, e := int(toks[i].Start), int(toks[i].End)
@@ -225,7 +234,7 @@ func Measure(text string, tokens []*pg.ScanToken, plpgsql bool, limit int) (int,
 		if i < 0 || i >= len(toks) {
 			return pg.Token_NUL
 		}
-		return toks[i].Token
+		return toks[i].Kind
 	}
 	levels := make([]level, 1, 16)
 	push := func(kind levelKind) {
@@ -241,7 +250,7 @@ func Measure(text string, tokens []*pg.ScanToken, plpgsql bool, limit int) (int,
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		l := &levels[len(levels)-1]
-		switch tok := t.Token; {
+		switch tok := t.Kind; {
 		case tok == pg.Token_ASCII_40:
 			push(levelParen)
 		case tok == pg.Token_ASCII_91:
@@ -347,6 +356,14 @@ func plpgsqlStatementStart(prev pg.Token, prevLoop bool) bool {
 // when the input is within bounds.
 func Bounds(tokens []*pg.ScanToken) (offset int, msg string) {
 	if _, err := Measure("", tokens, false, Limit); err != nil {
+		return err.Offset, err.Error()
+	}
+	return 0, ""
+}
+
+// BoundsTokens is Bounds for tokens from ScanTokens.
+func BoundsTokens(tokens []Token) (offset int, msg string) {
+	if _, err := MeasureTokens("", tokens, false, Limit); err != nil {
 		return err.Offset, err.Error()
 	}
 	return 0, ""

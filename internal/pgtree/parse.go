@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/pganalyze/pg_query_go/v6/parser"
 )
 
 // Every text sqlfence hands to pg_query goes through the functions below, each of
@@ -33,11 +34,21 @@ const (
 // text the rewrite made from such text) and parses it. A text past the limit is a
 // *BoundsError.
 func Parse(text string, limit int) (*pg.ParseResult, error) {
-	scan, err := pg.Scan(text)
+	toks, err := ScanTokens(text, nil)
 	if err != nil {
 		return nil, err
 	}
-	return ParseScanned(text, scan.Tokens, limit)
+	return ParseTokens(text, toks, limit)
+}
+
+// ParseTokens is Parse for text the caller has scanned with ScanTokens.
+func ParseTokens(text string, tokens []Token, limit int) (tree *pg.ParseResult, err error) {
+	m, berr := MeasureTokens(text, tokens, false, limit)
+	if berr != nil {
+		return nil, berr
+	}
+	onStack(m, func() { tree, err = pg.Parse(text) })
+	return tree, err
 }
 
 // ParseScanned is Parse for text the caller has scanned already.
@@ -48,6 +59,21 @@ func ParseScanned(text string, tokens []*pg.ScanToken, limit int) (tree *pg.Pars
 	}
 	onStack(m, func() { tree, err = pg.Parse(text) })
 	return tree, err
+}
+
+// parseEncoded is Parse that returns the parser's protobuf output as it comes, for
+// ParseMatches.
+func parseEncoded(text string, limit int) (out []byte, err error) {
+	toks, err := ScanTokens(text, nil)
+	if err != nil {
+		return nil, err
+	}
+	m, berr := MeasureTokens(text, toks, false, limit)
+	if berr != nil {
+		return nil, berr
+	}
+	onStack(m, func() { out, err = parser.ParseToProtobuf(text) })
+	return out, err
 }
 
 // ParsePlpgsql parses the CREATE FUNCTION statement create, whose PL/pgSQL body is

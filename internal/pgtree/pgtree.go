@@ -6,6 +6,7 @@ package pgtree
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,22 +20,62 @@ func Walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
 	}
 }
 
-// walkChildren is Walk for each of m's children.
+// walkChildren is Walk for each of m's children, in the order the fields are
+// declared. It asks the fields that can hold messages directly (children), where
+// ranging over every populated field costs a closure call per field, scalars
+// included: every statement sqlfence decides is walked several times.
 func walkChildren(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
-			return true
+	ch := childrenOf(m.Descriptor())
+	for _, fd := range ch.fields {
+		if m.Has(fd) {
+			walkField(m, fd, f)
 		}
-		if fd.IsList() {
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				Walk(l.Get(i).Message(), f)
-			}
-		} else {
-			Walk(v.Message(), f)
+	}
+	for _, o := range ch.oneofs {
+		if fd := m.WhichOneof(o); fd != nil && fd.Kind() == protoreflect.MessageKind {
+			walkField(m, fd, f)
 		}
-		return true
-	})
+	}
+}
+
+func walkField(m protoreflect.Message, fd protoreflect.FieldDescriptor, f func(protoreflect.Message) bool) {
+	if v := m.Get(fd); fd.IsList() {
+		l := v.List()
+		for i := 0; i < l.Len(); i++ {
+			Walk(l.Get(i).Message(), f)
+		}
+	} else {
+		Walk(v.Message(), f)
+	}
+}
+
+// messageChildren is where a message type's children are: its message fields outside
+// oneofs, and its oneofs (Node's hundreds of members are one).
+type messageChildren struct {
+	fields []protoreflect.FieldDescriptor
+	oneofs []protoreflect.OneofDescriptor
+}
+
+var messageChildrenOf sync.Map // protoreflect.MessageDescriptor → *messageChildren
+
+func childrenOf(desc protoreflect.MessageDescriptor) *messageChildren {
+	if v, ok := messageChildrenOf.Load(desc); ok {
+		return v.(*messageChildren)
+	}
+	ch := &messageChildren{}
+	fields := desc.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if fd.ContainingOneof() == nil && fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
+			ch.fields = append(ch.fields, fd)
+		}
+	}
+	oneofs := desc.Oneofs()
+	for i := 0; i < oneofs.Len(); i++ {
+		ch.oneofs = append(ch.oneofs, oneofs.Get(i))
+	}
+	messageChildrenOf.Store(desc, ch)
+	return ch
 }
 
 // ExplainAnalyze reports whether EXPLAIN runs its statement. PostgreSQL accepts an
@@ -70,36 +111,60 @@ func FuncName(name []*pg.Node) (schema, fn string) {
 	return name[len(name)-2].GetString_().GetSval(), name[len(name)-1].GetString_().GetSval()
 }
 
-// Equal reports whether two trees are the same apart from positions: one pass over
-// both, where stripping them and comparing would walk each tree twice more.
+// Equal reports whether two trees are the same apart from positions. It asks each
+// declared field (and each oneof) of both messages directly, where ranging over the
+// fields either one has set costs a closure call and an allocation per field: the
+// verification of every rewrite runs it over two whole trees.
 func Equal(a, b protoreflect.Message) bool {
-	if a.Descriptor() != b.Descriptor() {
+	desc := a.Descriptor()
+	if desc != b.Descriptor() {
 		return false
 	}
-	na, nb := 0, 0
-	equal := true
-	a.Range(func(fd protoreflect.FieldDescriptor, va protoreflect.Value) bool {
-		if isPosition(fd) {
-			return true
-		}
-		na++
-		if !b.Has(fd) {
-			equal = false
+	sh := shapeOf(desc)
+	for _, fd := range sh.fields {
+		has := a.Has(fd)
+		if has != b.Has(fd) || has && !equalValue(fd, a.Get(fd), b.Get(fd)) {
 			return false
 		}
-		equal = equalValue(fd, va, b.Get(fd))
-		return equal
-	})
-	if !equal {
-		return false
 	}
-	b.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
-		if !isPosition(fd) {
-			nb++
+	for _, o := range sh.oneofs {
+		fd := a.WhichOneof(o)
+		if fd != b.WhichOneof(o) {
+			return false
 		}
-		return true
-	})
-	return na == nb
+		if fd != nil && !isPosition(fd) && !equalValue(fd, a.Get(fd), b.Get(fd)) {
+			return false
+		}
+	}
+	return true
+}
+
+// messageShape is what Equal compares of a message type: its fields outside oneofs,
+// positions left out, and its oneofs (Node's hundreds of members are one oneof).
+type messageShape struct {
+	fields []protoreflect.FieldDescriptor
+	oneofs []protoreflect.OneofDescriptor
+}
+
+var messageShapes sync.Map // protoreflect.MessageDescriptor → *messageShape
+
+func shapeOf(desc protoreflect.MessageDescriptor) *messageShape {
+	if v, ok := messageShapes.Load(desc); ok {
+		return v.(*messageShape)
+	}
+	sh := &messageShape{}
+	fields := desc.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if fd := fields.Get(i); fd.ContainingOneof() == nil && !isPosition(fd) {
+			sh.fields = append(sh.fields, fd)
+		}
+	}
+	oneofs := desc.Oneofs()
+	for i := 0; i < oneofs.Len(); i++ {
+		sh.oneofs = append(sh.oneofs, oneofs.Get(i))
+	}
+	messageShapes.Store(desc, sh)
+	return sh
 }
 
 func isPosition(fd protoreflect.FieldDescriptor) bool {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -32,9 +34,26 @@ func Quote(s string) string {
 }
 
 func isKeyword(s string) bool {
+	if v, ok := keywordMemo.Load(s); ok {
+		return v.(bool)
+	}
 	scan, err := pg.Scan(s)
-	return err != nil || len(scan.Tokens) != 1 || scan.Tokens[0].KeywordKind != pg.KeywordKind_NO_KEYWORD
+	kw := err != nil || len(scan.Tokens) != 1 || scan.Tokens[0].KeywordKind != pg.KeywordKind_NO_KEYWORD
+	// A fence names the same few columns and aliases over and over, and asking the
+	// scanner costs microseconds. The memo is bounded: names come from the
+	// application's text, which may be built per call.
+	if len(s) <= MaxBytes && keywordMemoSize.Add(1) <= keywordMemoMax {
+		keywordMemo.Store(strings.Clone(s), kw)
+	}
+	return kw
 }
+
+var (
+	keywordMemo     sync.Map // plain identifier → whether the scanner reads a keyword
+	keywordMemoSize atomic.Int64
+)
+
+const keywordMemoMax = 4096
 
 // QuoteQualified quotes each part and joins them with dots.
 func QuoteQualified(parts ...string) string {

@@ -1,0 +1,224 @@
+// Decisions by shape: texts that differ only in literal values share one decision.
+// An application that inlines its values (an ORM that renders them, hand-built SQL)
+// sends a new text for every call; deciding each afresh costs a parse, a rewrite and
+// a verifying re-parse. A text's shape is its token sequence with the values of its
+// literals left out (their kinds kept); the first text of a shape is analysed in
+// full, and its decision becomes a plan that the next texts of that shape take
+// without parsing: the fence's edits anchored to token positions, applied to the new
+// text's tokens.
+//
+// That is only sound where the decision cannot depend on a masked value, so a literal
+// is masked only when the analysed tree proves it a plain value: a constant reached
+// from a DML statement through expression positions alone (operands of operators,
+// assigned values, VALUES rows, LIMIT). Everything else — a function's argument
+// ('x'::regclass, nextval('s'), set_config('name', …)), a cast, a setting, an
+// EXPLAIN option, a DO or routine body, COPY, a Unicode-escaped string — is kept: the
+// plan holds its exact text and a text whose kept literals differ by a byte is
+// analysed in full. Parameters ($n) are tokens like any other and never masked.
+// Only passes and rewrites are planned; refusals quote the statement and are rare.
+
+package sqlfence
+
+import (
+	"encoding/binary"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/guardmark"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+)
+
+// shapeable reports whether a text may be decided by shape. The analysis refuses
+// texts over maxStatementBytes, text that is not UTF-8 (the scanner accepts bytes in
+// a literal that the parser's tree cannot hold), and text that carries the guard's
+// marker anywhere, a masked literal included. All three take the analysis.
+func shapeable(sql string) bool {
+	return len(sql) <= maxStatementBytes && utf8.ValidString(sql) && !strings.Contains(sql, guardmark.Forged)
+}
+
+// shapePlan is a decision in a form that applies to every text of one shape.
+type shapePlan struct {
+	act        action
+	pass       *decision // for actPass: the decision itself, which holds nothing of the text
+	edits      []edit    // for actRewrite: the fence, anchored to tokens
+	marker     string    // for actRewrite: the guard's marker the fenced text starts with
+	epochParam int
+	tables     []*Table
+	classify   *classifier // the analysed text's, for its kind only: see classifier.forShape
+	kept       []keptLiteral
+	keptText   string // the kept literals' texts, one after another
+}
+
+// keptLiteral is a literal token whose exact text the decision may depend on.
+type keptLiteral struct{ tok, from, to int }
+
+// maskable reports the literal kinds whose value a shape can leave out. A
+// Unicode-escaped string (U&'…') is not among them: the parser, not the scanner,
+// decodes its escapes and rejects bad ones.
+func maskable(k pg.Token) bool {
+	switch k {
+	case pg.Token_SCONST, pg.Token_ICONST, pg.Token_FCONST, pg.Token_BCONST, pg.Token_XCONST:
+		return true
+	}
+	return false
+}
+
+// shapeOf returns a scanned text's tokens without comments, as the rewriter indexes
+// them, and its shape key: every token's kind, and the exact text of every token
+// but the maskable literals.
+func shapeOf(sql string, scanned []pgtree.Token) ([]token, string) {
+	toks := make([]token, 0, len(scanned))
+	key := make([]byte, 0, len(sql)+len(scanned))
+	for _, t := range scanned {
+		if t.Kind == pg.Token_SQL_COMMENT || t.Kind == pg.Token_C_COMMENT {
+			continue
+		}
+		toks = append(toks, token{int(t.Start), int(t.End), t.Kind})
+		key = binary.AppendUvarint(key, uint64(t.Kind))
+		if !maskable(t.Kind) {
+			key = binary.AppendUvarint(key, uint64(t.End-t.Start))
+			key = append(key, sql[t.Start:t.End]...)
+		}
+	}
+	return toks, string(key)
+}
+
+// newShapePlan makes the plan for a text the analysis passed (edits nil) or rewrote
+// into d. tree is the text's tree, toks its tokens.
+func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *decision, edits []edit) *shapePlan {
+	p := &shapePlan{act: d.act, epochParam: d.epochParam, tables: d.tables, classify: d.classify, edits: slices.Clone(edits)}
+	if d.act == actPass {
+		p.pass = d
+	} else {
+		p.marker = guardMarker(d.tables)
+	}
+	masked := make([]bool, len(toks))
+	for _, loc := range valueConstants(tree) {
+		i, found := slices.BinarySearchFunc(toks, int(loc), func(t token, p int) int { return t.start - p })
+		if found && maskable(toks[i].tok) {
+			masked[i] = true
+		}
+	}
+	var b strings.Builder
+	for i, t := range toks {
+		if maskable(t.tok) && !masked[i] {
+			from := b.Len()
+			b.WriteString(sql[t.start:t.end])
+			p.kept = append(p.kept, keptLiteral{i, from, b.Len()})
+		}
+	}
+	p.keptText = b.String()
+	return p
+}
+
+// derive returns the decision for sql, a text of the plan's shape with tokens toks,
+// or nil when a kept literal differs and the text needs an analysis of its own.
+func (p *shapePlan) derive(sql string, toks []token) *decision {
+	for _, k := range p.kept {
+		if k.tok >= len(toks) {
+			return nil
+		}
+		if t := toks[k.tok]; sql[t.start:t.end] != p.keptText[k.from:k.to] {
+			return nil
+		}
+	}
+	if p.act == actPass {
+		return p.pass
+	}
+	for _, e := range p.edits {
+		if e.tok >= len(toks) {
+			return nil
+		}
+	}
+	return &decision{act: actRewrite, sql: p.marker + applyEdits(sql, toks, p.edits), epochParam: p.epochParam,
+		tables: p.tables, classify: p.classify.forShape()}
+}
+
+// size is what the plan holds on to beyond its key, for the cache's byte bound.
+func (p *shapePlan) size() int {
+	n := 128 + len(p.marker) + 2*len(p.keptText) + 24*cap(p.kept) + 48*cap(p.edits) + 8*cap(p.tables)
+	for _, e := range p.edits {
+		n += len(e.text)
+	}
+	return n
+}
+
+// valueFields lists, for each node type a plain value can be reached through, the
+// fields that lead to one: expression positions of DML statements. A node type not
+// listed ends the walk, and so does every field not listed (a function call's
+// arguments, a cast, a subscript, ORDER BY and GROUP BY positions, DEFAULT, …).
+var valueFields = map[protoreflect.FullName][]protoreflect.Name{
+	"pg_query.ParseResult":      {"stmts"},
+	"pg_query.RawStmt":          {"stmt"},
+	"pg_query.SelectStmt":       {"target_list", "from_clause", "where_clause", "values_lists", "limit_count", "limit_offset", "with_clause", "larg", "rarg", "having_clause"},
+	"pg_query.InsertStmt":       {"select_stmt", "on_conflict_clause", "returning_list", "with_clause"},
+	"pg_query.UpdateStmt":       {"target_list", "where_clause", "from_clause", "returning_list", "with_clause"},
+	"pg_query.DeleteStmt":       {"using_clause", "where_clause", "returning_list", "with_clause"},
+	"pg_query.OnConflictClause": {"target_list", "where_clause"},
+	"pg_query.WithClause":       {"ctes"},
+	"pg_query.CommonTableExpr":  {"ctequery"},
+	"pg_query.ResTarget":        {"val"},
+	"pg_query.A_Expr":           {"lexpr", "rexpr"},
+	"pg_query.BoolExpr":         {"args"},
+	"pg_query.NullTest":         {"arg"},
+	"pg_query.BooleanTest":      {"arg"},
+	"pg_query.List":             {"items"},
+	"pg_query.SubLink":          {"testexpr", "subselect"},
+	"pg_query.JoinExpr":         {"larg", "rarg", "quals"},
+	"pg_query.RangeSubselect":   {"subquery"},
+}
+
+// valueFieldDescs is valueFields resolved to descriptors once.
+var valueFieldDescs = func() map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor {
+	file := (&pg.ParseResult{}).ProtoReflect().Descriptor().ParentFile()
+	out := map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor{}
+	for name, fields := range valueFields {
+		desc := file.Messages().ByName(name.Name())
+		for _, f := range fields {
+			out[desc] = append(out[desc], desc.Fields().ByName(f))
+		}
+	}
+	return out
+}()
+
+var (
+	aConstDesc = (&pg.A_Const{}).ProtoReflect().Descriptor()
+	nodeDesc   = (&pg.Node{}).ProtoReflect().Descriptor()
+	nodeOneof  = nodeDesc.Oneofs().Get(0)
+)
+
+// valueConstants returns the locations of the constants in tree that are plain
+// values (see valueFields).
+func valueConstants(tree *pg.ParseResult) []int32 {
+	var locs []int32
+	var walk func(m protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		switch desc := m.Descriptor(); desc {
+		case aConstDesc:
+			locs = append(locs, m.Interface().(*pg.A_Const).Location)
+		case nodeDesc: // a oneof wrapper: the node it holds decides
+			if fd := m.WhichOneof(nodeOneof); fd != nil && fd.Kind() == protoreflect.MessageKind {
+				walk(m.Get(fd).Message())
+			}
+		default:
+			for _, fd := range valueFieldDescs[desc] {
+				if !m.Has(fd) {
+					continue
+				}
+				if v := m.Get(fd); fd.IsList() {
+					for i, l := 0, v.List(); i < l.Len(); i++ {
+						walk(l.Get(i).Message())
+					}
+				} else {
+					walk(v.Message())
+				}
+			}
+		}
+	}
+	walk(tree.ProtoReflect())
+	return locs
+}
