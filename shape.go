@@ -68,8 +68,16 @@ func maskable(k pg.Token) bool {
 }
 
 // shapeOf returns a scanned text's tokens without comments, as the rewriter indexes
-// them, and its shape key: every token's kind, and the exact text of every token
-// but the maskable literals.
+// them, and its shape key: every token's kind, whether it touches the token before
+// it, and the exact text of every token but the maskable literals, of which only the
+// first and last bytes' classes count.
+//
+// The fence's edits go in at token boundaries, and what they insert is lexed with
+// the text around it: `SET note = 'x'WHERE …` is a valid text, but the fence's
+// `$1::bigint` inserted after 'x' runs into WHERE and makes the type bigintwhere,
+// eating the WHERE clause. The analysis verifies its output and refuses that; a plan
+// does not parse, so a text takes it only where every boundary, and every literal's
+// edges, lex with the edits as they did in the analysed text.
 func shapeOf(sql string, scanned []pgtree.Token) ([]token, string) {
 	toks := make([]token, 0, len(scanned))
 	key := make([]byte, 0, len(sql)+len(scanned))
@@ -77,14 +85,30 @@ func shapeOf(sql string, scanned []pgtree.Token) ([]token, string) {
 		if t.Kind == pg.Token_SQL_COMMENT || t.Kind == pg.Token_C_COMMENT {
 			continue
 		}
+		glued := uint64(0)
+		if n := len(toks); n > 0 && toks[n-1].end == int(t.Start) {
+			glued = 1
+		}
 		toks = append(toks, token{int(t.Start), int(t.End), t.Kind})
-		key = binary.AppendUvarint(key, uint64(t.Kind))
+		key = binary.AppendUvarint(key, uint64(t.Kind)<<1|glued)
 		if !maskable(t.Kind) {
 			key = binary.AppendUvarint(key, uint64(t.End-t.Start))
 			key = append(key, sql[t.Start:t.End]...)
+		} else if t.End > t.Start {
+			key = append(key, edgeClass(sql[t.Start]), edgeClass(sql[t.End-1]))
 		}
 	}
 	return toks, string(key)
+}
+
+// edgeClass is what a shape keeps of a masked literal's first or last byte: the byte
+// itself, except that letters, digits and underscores, which continue a word the same
+// way whichever they are, are one class.
+func edgeClass(c byte) byte {
+	if c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80 {
+		return 'a'
+	}
+	return c
 }
 
 // newShapePlan makes the plan for a text the analysis passed (edits nil) or rewrote

@@ -215,8 +215,35 @@ func FuzzShape(f *testing.F) {
 		if len(sql) > 1<<14 {
 			return
 		}
-		checkShape(t, p, sql, variant(sql, salt))
+		v := variant(sql, salt)
+		checkShape(t, p, sql, v)
+		checkShape(t, p, sql, squeeze(v, salt))
 	})
+}
+
+// squeeze returns sql with the whitespace between some of its tokens (salt picks
+// which) taken out where one side is not a word character: mostly a text of the same
+// tokens, with a literal or a quoted name touching the keyword after it.
+func squeeze(sql, salt string) string {
+	toks, err := pgtree.ScanTokens(sql, nil)
+	if err != nil || len(salt) == 0 {
+		return sql
+	}
+	word := func(c byte) bool {
+		return c == '_' || c == '$' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
+	}
+	var b strings.Builder
+	at := 0
+	for i, t := range toks {
+		if i > 0 && salt[i%len(salt)]%3 != 1 && at < int(t.Start) && strings.TrimSpace(sql[at:t.Start]) == "" &&
+			(!word(sql[at-1]) || !word(sql[t.Start])) {
+			at = int(t.Start)
+		}
+		b.WriteString(sql[at:t.End])
+		at = int(t.End)
+	}
+	b.WriteString(sql[at:])
+	return b.String()
 }
 
 func shapeSeedCorpus(tb testing.TB) []string {
@@ -271,6 +298,16 @@ func TestShapeAdversarial(t *testing.T) {
 		{`UPDATE inventory SET quantity = 1 WHERE sku = 'a'`, `UPDATE inventory SET quantity = 1 WHERE sku = 'b'`},
 		{`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2`,
 			`INSERT INTO inventory (sku, quantity) VALUES ('zz', 7) ON CONFLICT (sku) DO UPDATE SET quantity = 3`},
+		// The same tokens, one boundary without whitespace: the fence's $1::bigint
+		// would run into the next keyword (the type bigintwhere, eating the WHERE).
+		{`UPDATE inventory SET note = 'x' WHERE sku = 'a'`, `UPDATE inventory SET note = 'x'WHERE sku = 'a'`},
+		{`UPDATE inventory SET note = 'x' WHERE sku = 'a' RETURNING sku`, `UPDATE inventory SET note = 'x' WHERE sku = 'a'RETURNING sku`},
+		{`DELETE FROM inventory WHERE sku = 'a' RETURNING sku`, `DELETE FROM inventory WHERE sku = 'b'RETURNING sku`},
+		{`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET note = 'n' RETURNING sku`,
+			`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET note = 'n'RETURNING sku`},
+		{`MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED AND s.n = 'x' THEN UPDATE SET quantity = 3`,
+			`MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED AND s.n = 'x'THEN UPDATE SET quantity = 3`},
+		{`UPDATE inventory SET note = "note" WHERE sku = 'a'`, `UPDATE inventory SET note = "note"WHERE sku = 'a'`},
 	} {
 		a, b := c[0], c[1]
 		da, db := analyze(p, a), analyze(p, b)
