@@ -385,3 +385,25 @@ func TestShapeThroughCache(t *testing.T) {
 		t.Fatal("the decision taken by shape was not cached under its text on its second sighting")
 	}
 }
+
+// TestClassifierMarkerInText: a statement that names a column sqlfence_epoch_marker
+// (the placeholder the classification query holds for the epoch until renumber) gets
+// no classification query: renumber would have turned the application's column into
+// the epoch parameter too, and explained a 0-row result by another predicate. Its
+// shape's plan agrees.
+func TestClassifierMarkerInText(t *testing.T) {
+	p := testPolicy(t)
+	for _, q := range []string{
+		`UPDATE inventory SET quantity = 1 FROM staging s WHERE inventory.sku = s.sku AND sqlfence_epoch_marker = 5`,
+		`DELETE FROM inventory USING staging WHERE inventory.sku = staging.sku AND sqlfence_epoch_marker > 'a'`,
+	} {
+		d := analyze(p, q)
+		if d.act != actRewrite {
+			t.Fatalf("%s: %s", q, outcome(d))
+		}
+		if d.classify != nil {
+			t.Errorf("%s\nclassified by %q", q, d.classify.query)
+		}
+		checkShape(t, p, q, variant(q, "a"))
+	}
+}

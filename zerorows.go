@@ -143,7 +143,11 @@ func renumber(t *Table, query string) *classifier {
 	}
 	c := &classifier{table: t}
 	seen := map[int]int{}
+	markers := 0
 	for _, tk := range toks {
+		if tk.Kind == pg.Token_IDENT && query[tk.Start:tk.End] == epochMarker {
+			markers++
+		}
 		if tk.Kind != pg.Token_PARAM {
 			continue
 		}
@@ -155,6 +159,11 @@ func renumber(t *Table, query string) *classifier {
 			c.args = append(c.args, n-1)
 			seen[n] = len(c.args)
 		}
+	}
+	if markers != 1 {
+		// The classifier writes the marker once; more means the statement's own text
+		// names a column sqlfence_epoch_marker, which would become the epoch too.
+		return nil
 	}
 	var b strings.Builder
 	at := 0
