@@ -74,6 +74,16 @@ func (p *Policy) rereadsCatalog() bool { return p.ResolveCatalog && p.AllowDDL }
 func catalogEffectOf(tree *pg.ParseResult) catalogEffect {
 	var eff catalogEffect
 	for _, raw := range tree.Stmts {
+		// SELECT … INTO creates a table, and so does EXPLAIN ANALYZE of it or of
+		// CREATE TABLE AS, which runs its statement.
+		run := raw.Stmt
+		if e := run.GetExplainStmt(); e != nil && pgtree.ExplainAnalyze(e) {
+			run = e.Query
+		}
+		if run.GetSelectStmt().GetIntoClause() != nil || run.GetCreateTableAsStmt() != nil {
+			eff |= catalogDDL
+			continue
+		}
 		switch s := raw.Stmt.Node.(type) {
 		case *pg.Node_TransactionStmt:
 			switch s.TransactionStmt.Kind {

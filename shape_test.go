@@ -407,3 +407,26 @@ func TestClassifierMarkerInText(t *testing.T) {
 		checkShape(t, p, q, variant(q, "a"))
 	}
 }
+
+// TestCatalogEffectCreatesTable: statements that create a table under ddl: allow make
+// the connector read the catalog again, SELECT … INTO and EXPLAIN ANALYZE of a CREATE
+// TABLE AS among them; a plain SELECT or EXPLAIN does not.
+func TestCatalogEffectCreatesTable(t *testing.T) {
+	for q, want := range map[string]catalogEffect{
+		`SELECT 1 AS a INTO newtab`:                            catalogDDL,
+		`EXPLAIN ANALYZE CREATE TABLE newtab AS SELECT 1 AS a`: catalogDDL,
+		`EXPLAIN ANALYZE SELECT 1 AS a INTO newtab`:            catalogDDL,
+		`CREATE TABLE newtab AS SELECT 1 AS a`:                 catalogDDL,
+		`EXPLAIN CREATE TABLE newtab AS SELECT 1 AS a`:         0,
+		`SELECT 1 AS a`:            0,
+		`EXPLAIN ANALYZE SELECT 1`: 0,
+	} {
+		tree, err := pg.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := catalogEffectOf(tree); got != want {
+			t.Errorf("%s: effect %b, want %b", q, got, want)
+		}
+	}
+}
