@@ -148,6 +148,13 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *claim
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
 			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}, nil
 	}
+	if strings.IndexByte(sql, 0) >= 0 {
+		// pg_query stops reading at a NUL, and so does the server's protocol: what
+		// sqlfence would judge is only a prefix of what the application meant.
+		return &decision{act: actRefuse, refusal: refuse(rulecode.ParseError, nil,
+			"the statement contains a NUL byte, where PostgreSQL and sqlfence's parser stop reading",
+			"remove the NUL byte; pass binary data as a bytea parameter")}, nil
+	}
 	if strings.Contains(sql, guardmark.Forged) {
 		return &decision{act: actRefuse, refusal: refuse(rulecode.GuardMarker, nil,
 			"the statement contains "+guardmark.Forged+", the marker that tells the database's guard (sqlfence guard) that sqlfence fenced the statement",

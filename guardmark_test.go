@@ -48,3 +48,26 @@ func TestGuardMarkerRefused(t *testing.T) {
 		t.Errorf("Plan: %q, want the marker naming inventory once", p.Fenced)
 	}
 }
+
+// TestNULByteRefused: a text with a NUL byte is refused, by shape or not: the parser
+// (and the server) stop reading at it, so a fence judged on the prefix would not be a
+// judgement of the text.
+func TestNULByteRefused(t *testing.T) {
+	p := mockPolicy(t)
+	for _, q := range []string{
+		"SELECT 1\x00; DELETE FROM inventory",
+		"\x00 DELETE FROM inventory",
+		"UPDATE inventory SET quantity = 1 WHERE sku = 'a\x00'",
+	} {
+		if e := p.Plan(q).Err; !errors.Is(e, sqlfence.ErrRefused) || !strings.Contains(e.Error(), "NUL byte") {
+			t.Errorf("Plan(%q): %v, want a refusal naming the NUL byte", q, e)
+		}
+	}
+	db, _ := openFull(t)
+	for _, q := range []string{"UPDATE inventory SET quantity = 1 WHERE sku = 'a'", "UPDATE inventory SET quantity = 1 WHERE sku = 'b\x00'"} {
+		_, err := db.ExecContext(sqlfence.WithEpoch(context.Background(), 7), q)
+		if strings.Contains(q, "\x00") != errors.Is(err, sqlfence.ErrRefused) {
+			t.Errorf("%q: %v", q, err)
+		}
+	}
+}

@@ -35,9 +35,11 @@ import (
 // shapeable reports whether a text may be decided by shape. The analysis refuses
 // texts over maxStatementBytes, text that is not UTF-8 (the scanner accepts bytes in
 // a literal that the parser's tree cannot hold), and text that carries the guard's
-// marker anywhere, a masked literal included. All three take the analysis.
+// marker anywhere, a masked literal included, or a NUL byte (where the parser stops).
+// All take the analysis.
 func shapeable(sql string) bool {
-	return len(sql) <= maxStatementBytes && utf8.ValidString(sql) && !strings.Contains(sql, guardmark.Forged)
+	return len(sql) <= maxStatementBytes && utf8.ValidString(sql) && strings.IndexByte(sql, 0) < 0 &&
+		!strings.Contains(sql, guardmark.Forged)
 }
 
 // shapePlan is a decision in a form that applies to every text of one shape.
