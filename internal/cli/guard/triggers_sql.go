@@ -181,6 +181,29 @@ BEGIN
 END
 $fn$;
 
+-- guard_statements puts (or puts again) the statement trigger on one relation: rel's
+-- writes pass only as the driver's statements fenced for mark (its name in the
+-- driver's marker); inserts too when guard_insert.
+CREATE OR REPLACE FUNCTION sqlfence.guard_statements(rel oid, relkind text, mark text, guard_insert boolean)
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    events text := 'UPDATE OR DELETE';
+BEGIN
+    IF guard_insert THEN
+        events := 'INSERT OR ' || events;
+    END IF;
+    IF relkind <> 'f' THEN
+        events := events || ' OR TRUNCATE';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = rel AND g.tgname = 'sqlfence_guard') THEN
+        EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', rel::regclass);
+    END IF;
+    EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
+        events, rel::regclass, mark);
+END
+$fn$;
+
 -- install_guard puts both triggers on a protected table (every schema's, when schema
 -- is NULL) and on its partitions and inheritance children, the statement trigger on
 -- their parents, and returns what it guarded.
@@ -189,7 +212,6 @@ RETURNS TABLE (relation text, kind text)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     r record;
-    events text;
     n int := 0;
     guarded oid[] := '{}';
 BEGIN
@@ -204,18 +226,7 @@ BEGIN
                 MESSAGE = format('sqlfence guard: %s has no epoch column %I', r.oid::regclass, p_epoch_column),
                 HINT = format('ALTER TABLE %s ADD COLUMN %I bigint NOT NULL DEFAULT 0;', r.oid::regclass, p_epoch_column);
         END IF;
-        events := 'UPDATE OR DELETE';
-        IF p_guard_insert THEN
-            events := 'INSERT OR ' || events;
-        END IF;
-        IF r.relkind <> 'f' THEN
-            events := events || ' OR TRUNCATE';
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
-            EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
-        END IF;
-        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
-            events, r.oid::regclass, r.mark);
+        PERFORM sqlfence.guard_statements(r.oid, r.relkind::text, r.mark, p_guard_insert);
         -- A partition already has the row trigger when it was cloned from its parent's.
         IF NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch' AND g.tgparentid <> 0) THEN
             IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard_epoch') THEN
@@ -245,18 +256,7 @@ BEGIN
         WHERE NOT up.oid = ANY (guarded)
         ORDER BY up.oid
     LOOP
-        events := 'UPDATE OR DELETE';
-        IF p_guard_insert THEN
-            events := 'INSERT OR ' || events;
-        END IF;
-        IF r.relkind <> 'f' THEN
-            events := events || ' OR TRUNCATE';
-        END IF;
-        IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname = 'sqlfence_guard') THEN
-            EXECUTE format('DROP TRIGGER sqlfence_guard ON %s', r.oid::regclass);
-        END IF;
-        EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
-            events, r.oid::regclass, r.mark);
+        PERFORM sqlfence.guard_statements(r.oid, r.relkind::text, r.mark, p_guard_insert);
         relation := r.oid::regclass::text;
         kind := 'parent of a protected table';
         RETURN NEXT;
@@ -275,6 +275,7 @@ $fn$;
 const guardDropSQL = `DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
 DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
 DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlfence.guard_statements(oid, text, text, boolean);
 DROP FUNCTION IF EXISTS sqlfence.guard_reject(text, name, name, boolean);
 DROP FUNCTION IF EXISTS sqlfence.override(text);
 DROP FUNCTION IF EXISTS sqlfence.active_override();
