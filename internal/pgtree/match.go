@@ -3,7 +3,6 @@ package pgtree
 import (
 	"bytes"
 	"errors"
-	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -94,13 +93,6 @@ func skipPositions(enc []byte, fields *messageFields) ([]byte, error) {
 	return enc, nil
 }
 
-// messageFields is, by field number, what sameEncoding needs of a message type: which
-// fields are positions and which hold messages.
-type messageFields struct {
-	positions []bool
-	messages  []protoreflect.MessageDescriptor
-}
-
 func (f *messageFields) position(num protowire.Number) bool {
 	return int(num) < len(f.positions) && f.positions[num]
 }
@@ -110,27 +102,4 @@ func (f *messageFields) message(num protowire.Number) protoreflect.MessageDescri
 		return f.messages[num]
 	}
 	return nil
-}
-
-var messageFieldsOf sync.Map // protoreflect.MessageDescriptor → *messageFields
-
-func fieldsOf(desc protoreflect.MessageDescriptor) *messageFields {
-	if v, ok := messageFieldsOf.Load(desc); ok {
-		return v.(*messageFields)
-	}
-	fields := desc.Fields()
-	top := 0
-	for i := 0; i < fields.Len(); i++ {
-		top = max(top, int(fields.Get(i).Number()))
-	}
-	f := &messageFields{positions: make([]bool, top+1), messages: make([]protoreflect.MessageDescriptor, top+1)}
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		f.positions[fd.Number()] = isPosition(fd)
-		if fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
-			f.messages[fd.Number()] = fd.Message()
-		}
-	}
-	messageFieldsOf.Store(desc, f)
-	return f
 }

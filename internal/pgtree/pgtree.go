@@ -25,13 +25,13 @@ func Walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
 // ranging over every populated field costs a closure call per field, scalars
 // included: every statement sqlfence decides is walked several times.
 func walkChildren(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	ch := childrenOf(m.Descriptor())
-	for _, fd := range ch.fields {
+	mf := fieldsOf(m.Descriptor())
+	for _, fd := range mf.children {
 		if m.Has(fd) {
 			walkField(m, fd, f)
 		}
 	}
-	for _, o := range ch.oneofs {
+	for _, o := range mf.oneofs {
 		if fd := m.WhichOneof(o); fd != nil && fd.Kind() == protoreflect.MessageKind {
 			walkField(m, fd, f)
 		}
@@ -49,33 +49,53 @@ func walkField(m protoreflect.Message, fd protoreflect.FieldDescriptor, f func(p
 	}
 }
 
-// messageChildren is where a message type's children are: its message fields outside
-// oneofs, and its oneofs (Node's hundreds of members are one).
-type messageChildren struct {
-	fields []protoreflect.FieldDescriptor
-	oneofs []protoreflect.OneofDescriptor
+// messageFields is, per message type, where Walk finds its children (its message
+// fields outside oneofs), what Equal compares (its fields outside oneofs, positions
+// left out), its oneofs (Node's hundreds of members are one), and by field number
+// what sameEncoding needs (which fields are positions, which hold messages): read
+// from the descriptor once, not ranged over at every node.
+type messageFields struct {
+	children  []protoreflect.FieldDescriptor
+	compared  []protoreflect.FieldDescriptor
+	oneofs    []protoreflect.OneofDescriptor
+	positions []bool
+	messages  []protoreflect.MessageDescriptor
 }
 
-var messageChildrenOf sync.Map // protoreflect.MessageDescriptor → *messageChildren
+var messageFieldsOf sync.Map // protoreflect.MessageDescriptor → *messageFields
 
-func childrenOf(desc protoreflect.MessageDescriptor) *messageChildren {
-	if v, ok := messageChildrenOf.Load(desc); ok {
-		return v.(*messageChildren)
+func fieldsOf(desc protoreflect.MessageDescriptor) *messageFields {
+	if v, ok := messageFieldsOf.Load(desc); ok {
+		return v.(*messageFields)
 	}
-	ch := &messageChildren{}
 	fields := desc.Fields()
+	top := 0
+	for i := 0; i < fields.Len(); i++ {
+		top = max(top, int(fields.Get(i).Number()))
+	}
+	mf := &messageFields{positions: make([]bool, top+1), messages: make([]protoreflect.MessageDescriptor, top+1)}
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		if fd.ContainingOneof() == nil && fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
-			ch.fields = append(ch.fields, fd)
+		mf.positions[fd.Number()] = isPosition(fd)
+		if fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
+			mf.messages[fd.Number()] = fd.Message()
+		}
+		if fd.ContainingOneof() != nil {
+			continue
+		}
+		if fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
+			mf.children = append(mf.children, fd)
+		}
+		if !isPosition(fd) {
+			mf.compared = append(mf.compared, fd)
 		}
 	}
 	oneofs := desc.Oneofs()
 	for i := 0; i < oneofs.Len(); i++ {
-		ch.oneofs = append(ch.oneofs, oneofs.Get(i))
+		mf.oneofs = append(mf.oneofs, oneofs.Get(i))
 	}
-	messageChildrenOf.Store(desc, ch)
-	return ch
+	messageFieldsOf.Store(desc, mf)
+	return mf
 }
 
 // ExplainAnalyze reports whether EXPLAIN runs its statement. PostgreSQL accepts an
@@ -120,14 +140,14 @@ func Equal(a, b protoreflect.Message) bool {
 	if desc != b.Descriptor() {
 		return false
 	}
-	sh := shapeOf(desc)
-	for _, fd := range sh.fields {
+	mf := fieldsOf(desc)
+	for _, fd := range mf.compared {
 		has := a.Has(fd)
 		if has != b.Has(fd) || has && !equalValue(fd, a.Get(fd), b.Get(fd)) {
 			return false
 		}
 	}
-	for _, o := range sh.oneofs {
+	for _, o := range mf.oneofs {
 		fd := a.WhichOneof(o)
 		if fd != b.WhichOneof(o) {
 			return false
@@ -137,34 +157,6 @@ func Equal(a, b protoreflect.Message) bool {
 		}
 	}
 	return true
-}
-
-// messageShape is what Equal compares of a message type: its fields outside oneofs,
-// positions left out, and its oneofs (Node's hundreds of members are one oneof).
-type messageShape struct {
-	fields []protoreflect.FieldDescriptor
-	oneofs []protoreflect.OneofDescriptor
-}
-
-var messageShapes sync.Map // protoreflect.MessageDescriptor → *messageShape
-
-func shapeOf(desc protoreflect.MessageDescriptor) *messageShape {
-	if v, ok := messageShapes.Load(desc); ok {
-		return v.(*messageShape)
-	}
-	sh := &messageShape{}
-	fields := desc.Fields()
-	for i := 0; i < fields.Len(); i++ {
-		if fd := fields.Get(i); fd.ContainingOneof() == nil && !isPosition(fd) {
-			sh.fields = append(sh.fields, fd)
-		}
-	}
-	oneofs := desc.Oneofs()
-	for i := 0; i < oneofs.Len(); i++ {
-		sh.oneofs = append(sh.oneofs, oneofs.Get(i))
-	}
-	messageShapes.Store(desc, sh)
-	return sh
 }
 
 func isPosition(fd protoreflect.FieldDescriptor) bool {
