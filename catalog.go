@@ -1,108 +1,28 @@
+// resolve: catalog over database/sql: the engine reads the catalog through the
+// inner connection; CheckCatalog for `sqlfence guard`.
+
 package sqlfence
 
 import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
-	"slices"
-	"strings"
 
-	"github.com/sqlfence/sqlfence/internal/pgcatalog"
-	"github.com/sqlfence/sqlfence/internal/sqlident"
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
-// resolveCatalog reads, over a connection of the connector, what the policy's names
-// cannot say: the partitions, inheritance children, parents and updatable views
-// through which a protected table can also be written, whether each epoch column is
-// one the fence can work with, and the snapshot the analysis judges the rest from —
-// user functions, triggers, rules, foreign-key actions (snapshot.go). It returns the
-// policy extended with those relations and that snapshot. The connector runs it at the
-// first connection and again after DDL through the driver.
-func resolveCatalog(ctx context.Context, c driver.Conn, p *Policy) (*Policy, error) {
+// resolveCatalog is engine.Resolve over a connection of the connector: the policy
+// extended with what the catalog says. The connector runs it at the first connection
+// and again after DDL through the driver.
+func resolveCatalog(ctx context.Context, c driver.Conn, p *engine.Policy) (*engine.Policy, error) {
 	q, ok := c.(driver.QueryerContext)
 	if !ok {
 		return nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
 	}
-	return resolveCatalogWith(ctx, func(ctx context.Context, sql string, args ...any) ([][]any, error) {
+	return engine.Resolve(ctx, func(ctx context.Context, sql string, args ...any) ([][]any, error) {
 		return queryAll(ctx, q, sql, args...)
 	}, p)
-}
-
-// resolveCatalogWith is resolveCatalog over any way of running a query.
-func resolveCatalogWith(ctx context.Context, query pgcatalog.QueryFunc, p *Policy) (*Policy, error) {
-	var extra []Table
-	seen := map[QualifiedName]bool{}
-	for _, t := range p.Tables {
-		seen[t.QualifiedName] = true
-	}
-	protected := map[uint32]*Table{}
-	var problems []string
-	for i := range p.Tables {
-		t := &p.Tables[i]
-		rels, err := pgcatalog.Relations(ctx, query, t.Schema, t.Name, t.EpochColumn)
-		if err != nil {
-			return nil, fmt.Errorf("sqlfence: resolve: catalog: reading %s: %w", t.QualifiedName, err)
-		}
-		if len(rels) == 0 {
-			problems = append(problems, fmt.Sprintf("table %s (policy line %d) does not exist in the database", t.QualifiedName, t.Line))
-			continue
-		}
-		col := sqlident.Quote(t.EpochColumn)
-		for _, r := range rels {
-			if protected[r.OID] == nil {
-				protected[r.OID] = t
-			}
-			rel := QualifiedName{Schema: r.Schema, Name: r.Name}
-			target := sqlident.QuoteQualified(r.Schema, r.Name)
-			switch {
-			case r.EpochType == "" && r.IsView():
-				// A view that does not show the epoch column cannot carry the fence.
-				if !seen[rel] {
-					seen[rel] = true
-					extra = append(extra, Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale,
-						unfenceable: "the view " + target + " writes the protected table " + t.QualifiedName.String() + " but has no " + col + " column"})
-				}
-				continue
-			case r.EpochType == "":
-				problems = append(problems, fmt.Sprintf("%s has no epoch column %s: ALTER TABLE %s ADD COLUMN %s bigint NOT NULL DEFAULT 0",
-					target, col, target, col))
-				continue
-			case r.EpochType != "bigint":
-				problems = append(problems, fmt.Sprintf("%s.%s is %s; the epoch column must be bigint: ALTER TABLE %s ALTER COLUMN %s TYPE bigint",
-					target, col, r.EpochType, target, col))
-				continue
-			case !r.IsView() && !r.EpochNotNull:
-				problems = append(problems, fmt.Sprintf("%s.%s is nullable, and a NULL epoch fences every write to its row forever (NULL < $e is never true): "+
-					"UPDATE %s SET %s = 0 WHERE %s IS NULL; ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
-					target, col, target, col, col, target, col))
-				continue
-			}
-			if !seen[rel] && !(t.Schema == "" && rel.Name == t.Name) {
-				seen[rel] = true
-				nt := Table{QualifiedName: rel, EpochColumn: t.EpochColumn, Mode: t.Mode, Stale: t.Stale, Line: t.Line}
-				if r.IsView() {
-					nt.base = t.Name
-				}
-				extra = append(extra, nt)
-			}
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("sqlfence: policy %s, resolve: catalog:\n  %s", p.Source, strings.Join(problems, "\n  "))
-	}
-	var columns []string
-	for _, t := range p.Tables {
-		if !slices.Contains(columns, t.EpochColumn) {
-			columns = append(columns, t.EpochColumn)
-		}
-	}
-	snap, err := pgcatalog.LoadSnapshot(ctx, query, columns)
-	if err != nil {
-		return nil, fmt.Errorf("sqlfence: resolve: catalog: %w", err)
-	}
-	return p.withTables(extra).withSnapshot(snap, protected), nil
 }
 
 // CheckCatalog reads the catalog as resolve: catalog does and returns what in it
@@ -117,11 +37,29 @@ func (p *Policy) CheckCatalog(ctx context.Context, query func(ctx context.Contex
 	if err != nil {
 		return nil, err
 	}
-	r, err := resolveCatalogWith(ctx, query, c)
+	r, err := engine.Resolve(ctx, query, c)
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(r.catalog.findings), nil
+	fs := r.Findings()
+	out := make([]CatalogFinding, len(fs))
+	for i, f := range fs {
+		out[i] = CatalogFinding(f)
+	}
+	return out, nil
+}
+
+// CatalogFinding is something the catalog holds that makes sqlfence refuse writes the
+// statement's text does not show: a foreign key that cascades into a protected table,
+// a trigger or rule whose code writes one, a trigger or rule on a protected table that
+// can change or redirect its rows.
+type CatalogFinding struct {
+	Relation string // the relation whose writes are refused, schema-qualified
+	Kind     string // "foreign key", "trigger" or "rule"
+	Name     string // the constraint, trigger or rule
+	Events   string // the writes refused: "INSERT, UPDATE", …
+	Code     string // the rule code of the refusal (SF501 foreign key, SF502 trigger, SF503 rule)
+	Message  string // why, and what to do
 }
 
 // queryAll runs query on the inner connection and returns every row.
@@ -135,6 +73,11 @@ func queryAll(ctx context.Context, q driver.QueryerContext, query string, args .
 		return nil, err
 	}
 	defer rows.Close()
+	return readAll(rows)
+}
+
+// readAll reads every row of rows.
+func readAll(rows driver.Rows) ([][]any, error) {
 	var out [][]any
 	for {
 		row := make([]driver.Value, len(rows.Columns()))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -15,9 +16,9 @@ import (
 // protected table unfenced.
 type conn struct {
 	inner driver.Conn
-	enf   *enforcer    // the connector's, as of the last lookup
-	memo  decisionMemo // the last decisions this connection looked up (cache.go)
-	cn    *connector   // nil only for conns tests build by hand
+	enf   *enforcer   // the connector's, as of the last lookup
+	memo  engine.Memo // the last decisions this connection looked up (cache.go)
+	cn    *connector  // nil only for conns tests build by hand
 	// ddlPending: this connection ran DDL since the end of its last transaction, so
 	// the catalog is read again when the transaction ends (catalogChanged).
 	ddlPending bool
@@ -66,21 +67,21 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	d := c.lookup(query)
 	send := query
 	switch {
-	case c.enf.policy.Enforce == EnforceShadow:
-		if d.act == actRefuse && c.enf.observing {
+	case c.enf.shadowing():
+		if d.Act() == engine.ActRefuse && c.enf.observing {
 			epoch, _ := EpochFrom(ctx)
-			c.enf.noteError(ctx, d.refusal.forStatement(query, epoch), query, epoch) // the shadow tally logs it
+			c.enf.noteError(ctx, publicError(d.Refusal().ForStatement(query, epoch)), query, epoch) // the shadow tally logs it
 		}
-		d = passDecision
-	case d.act == actRefuse:
+		d = engine.Pass
+	case d.Act() == engine.ActRefuse:
 		epoch, _ := EpochFrom(ctx)
-		err := d.refusal.forStatement(query, epoch)
+		err := publicError(d.Refusal().ForStatement(query, epoch))
 		if c.enf.observing {
 			c.enf.noteError(ctx, err, query, epoch)
 		}
 		return nil, err
-	case d.act == actRewrite:
-		send = d.sql
+	case d.Act() == engine.ActRewrite:
+		send = d.SQL()
 	}
 	var (
 		s   driver.Stmt
@@ -91,7 +92,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	} else {
 		s, err = c.inner.Prepare(send)
 	}
-	if err != nil || d.act == actPass && !c.enf.policy.rereadsCatalog() {
+	if err != nil || d.Act() == engine.ActPass && !c.enf.policy.RereadsCatalog() {
 		return s, err
 	}
 	// With a catalog that DDL through the driver can change, every prepared statement
@@ -103,32 +104,14 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 // analysis. enforcer.decision is the same without the memo. When the connector has
 // swapped its enforcer (the catalog was read again), the memo of decisions made under
 // the old one is dropped.
-func (c *conn) lookup(query string) *decision {
+func (c *conn) lookup(query string) *engine.Decision {
 	if c.cn != nil {
 		if f := c.cn.enforcer.Load(); f != c.enf {
-			c.enf, c.memo = f, decisionMemo{}
+			c.enf, c.memo = f, engine.Memo{}
 		}
 	}
-	ca := c.enf.cache
-	if e := c.memo.lookup(query); e != nil {
-		ca.hit(e)
-		return e.d
-	}
-	if e, ok := ca.lookup(query); ok {
-		c.memo.remember(e)
-		return e.d
-	}
-	d, shaped := c.enf.decide(query)
-	if shaped && !ca.admit(query) {
-		return d
-	}
-	if e := ca.put(query, d); e != nil {
-		c.memo.remember(e)
-	}
-	return d
+	return c.enf.eng.Lookup(&c.memo, query)
 }
-
-var passDecision = &decision{act: actPass}
 
 func (c *conn) Close() error { return c.inner.Close() }
 
@@ -155,7 +138,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
 		tx, err = c.inner.Begin()
 	}
-	if err != nil || !c.enf.policy.rereadsCatalog() {
+	if err != nil || !c.enf.policy.RereadsCatalog() {
 		return tx, err
 	}
 	return &catalogTx{Tx: tx, c: c, ctx: context.WithoutCancel(ctx)}, nil
@@ -189,14 +172,14 @@ func (t *catalogTx) Rollback() error {
 // transaction ended either way, so a failed read is logged rather than returned, and
 // tried again after the next DDL or transaction end.
 func (c *conn) endTx(ctx context.Context) {
-	if err := c.catalogChanged(ctx, catalogTxEnd); err != nil {
+	if err := c.catalogChanged(ctx, engine.CatalogTxEnd); err != nil {
 		c.enf.log.ErrorContext(ctx, "sqlfence: reading the catalog again after a transaction with DDL failed; decisions use the previous snapshot until it succeeds", "error", err)
 	}
 }
 
 // afterRows runs catalogChanged when the rows of a statement that changed the
 // catalog are read or closed: the connection is busy until then.
-func (c *conn) afterRows(ctx context.Context, rows driver.Rows, eff catalogEffect) driver.Rows {
+func (c *conn) afterRows(ctx context.Context, rows driver.Rows, eff engine.CatalogEffect) driver.Rows {
 	return &catalogRows{fencedRows: fencedRows{inner: rows}, after: func() error { return c.catalogChanged(ctx, eff) }}
 }
 
@@ -237,9 +220,9 @@ func (r *catalogRows) run() error {
 // ends or rolls back to a savepoint. It reads over this connection, so inside a
 // transaction it sees the transaction's own changes, which the statements that follow
 // in it may use.
-func (c *conn) catalogChanged(ctx context.Context, eff catalogEffect) error {
-	reread := eff&catalogDDL != 0 || c.ddlPending && eff&(catalogTxEnd|catalogTxUndo) != 0
-	c.ddlPending = eff&catalogDDL != 0 || c.ddlPending && eff&catalogTxEnd == 0
+func (c *conn) catalogChanged(ctx context.Context, eff engine.CatalogEffect) error {
+	reread := eff&engine.CatalogDDL != 0 || c.ddlPending && eff&(engine.CatalogTxEnd|engine.CatalogTxUndo) != 0
+	c.ddlPending = eff&engine.CatalogDDL != 0 || c.ddlPending && eff&engine.CatalogTxEnd == 0
 	if !reread || c.cn == nil {
 		return nil
 	}
@@ -263,13 +246,13 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, driver.ErrSkip
 	}
 	d := c.lookup(query)
-	if d.act == actPass {
+	if d.Act() == engine.ActPass {
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
 		res, err := execer.ExecContext(ctx, query, args)
-		if err == nil && d.catalog != 0 {
-			err = c.catalogChanged(ctx, d.catalog)
+		if err == nil && d.Catalog() != 0 {
+			err = c.catalogChanged(ctx, d.Catalog())
 		}
 		return res, err
 	}
@@ -277,14 +260,14 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	res, err := execer.ExecContext(ctx, call.send, call.args)
+	res, err := execer.ExecContext(ctx, call.Send, call.args)
 	if err != nil {
 		return res, c.enf.claimError(ctx, c.inner, &call, err)
 	}
-	if !call.fenced {
+	if !call.Fenced {
 		return res, nil
 	}
-	if n, err := res.RowsAffected(); err == nil && (n == 0 || call.d.classify != nil && exactAccounting(ctx)) {
+	if n, err := res.RowsAffected(); err == nil && call.NeedsCheck(n, exactAccounting(ctx)) {
 		if err := c.enf.check(ctx, c.inner, &call, n); err != nil {
 			return nil, err
 		}
@@ -301,13 +284,13 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, driver.ErrSkip
 	}
 	d := c.lookup(query)
-	if d.act == actPass {
+	if d.Act() == engine.ActPass {
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
 		rows, err := queryer.QueryContext(ctx, query, args)
-		if err == nil && d.catalog != 0 {
-			return c.afterRows(ctx, rows, d.catalog), nil
+		if err == nil && d.Catalog() != 0 {
+			return c.afterRows(ctx, rows, d.Catalog()), nil
 		}
 		return rows, err
 	}
@@ -315,11 +298,11 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	rows, err := queryer.QueryContext(ctx, call.send, call.args)
+	rows, err := queryer.QueryContext(ctx, call.Send, call.args)
 	if err != nil {
 		return rows, c.enf.claimError(ctx, c.inner, &call, err)
 	}
-	if !call.fenced || call.claim == nil && (call.d.classify == nil || !call.d.classify.returning) {
+	if !call.ChecksRows() {
 		return rows, nil
 	}
 	return c.enf.wrapRows(ctx, c.inner, rows, call), nil
@@ -329,7 +312,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 // ExecerContext when it has one and a one-off prepared statement otherwise.
 func (c *conn) execUnprepared(ctx context.Context, call *call) (driver.Result, error) {
 	if e, ok := c.inner.(driver.ExecerContext); ok {
-		res, err := e.ExecContext(ctx, call.send, call.args)
+		res, err := e.ExecContext(ctx, call.Send, call.args)
 		if !errors.Is(err, driver.ErrSkip) {
 			return res, err
 		}
@@ -339,9 +322,9 @@ func (c *conn) execUnprepared(ctx context.Context, call *call) (driver.Result, e
 		err error
 	)
 	if p, ok := c.inner.(driver.ConnPrepareContext); ok {
-		st, err = p.PrepareContext(ctx, call.send)
+		st, err = p.PrepareContext(ctx, call.Send)
 	} else {
-		st, err = c.inner.Prepare(call.send)
+		st, err = c.inner.Prepare(call.Send)
 	}
 	if err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
@@ -53,7 +55,7 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if inner == nil {
 		return nil, errors.New("sqlfence: NewConnector: nil inner connector")
 	}
-	cfg := connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes, shadowEvery: defaultShadowSummary}
+	cfg := connectorConfig{logger: slog.Default(), cacheEntries: engine.DefaultCacheEntries, cacheBytes: engine.DefaultCacheBytes, shadowEvery: defaultShadowSummary}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlfence: NewConnector: nil option")
@@ -66,7 +68,7 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if err != nil {
 		return nil, err
 	}
-	if fp.Enforce == EnforceShadow {
+	if fp.Enforce == engine.EnforceShadow {
 		cfg.shadow = newShadowTally(cfg.shadowEvery)
 	}
 	c := &connector{inner: inner, cfg: cfg, base: fp}
@@ -77,7 +79,7 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 type connector struct {
 	inner driver.Connector
 	cfg   connectorConfig
-	base  *Policy // the compiled policy, before resolve: catalog extends it
+	base  *engine.Policy // the compiled policy, before resolve: catalog extends it
 	// enforcer is swapped as a whole when the catalog is read again: the new one
 	// comes with an empty decision cache, and each conn drops its memo when it sees
 	// the swap (conn.lookup), so no decision made under an old snapshot is reused.
@@ -147,7 +149,7 @@ func (c *connector) reload(ctx context.Context, ic driver.Conn) (*enforcer, erro
 	}
 	f := newEnforcer(p, c.cfg)
 	if old := c.enforcer.Swap(f); old != nil {
-		st := old.cache.stats()
+		st := old.eng.Stats()
 		c.retired.Hits += st.Hits
 		c.retired.Misses += st.Misses
 		c.retired.Evictions += st.Evictions

@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // DriverName is the name sqlfence registers with database/sql.
@@ -119,7 +121,7 @@ func pinStartup(cfg *pgx.ConnConfig) {
 	// in UTF-8; pinning both here overrides a role or database default that changes
 	// them (a multi-byte encoding such as SJIS has trailing bytes that read as a
 	// backslash or a quote).
-	cfg.RuntimeParams[standardStrings] = "on"
+	cfg.RuntimeParams[engine.StandardStrings] = "on"
 	cfg.RuntimeParams["client_encoding"] = "UTF8"
 }
 

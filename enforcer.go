@@ -4,85 +4,60 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
-	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
-	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
-// enforcer holds what every connection of one connector shares: the policy and the cache
-// of decisions made under it.
+// enforcer is what the fronts share for one connector and catalog snapshot: the
+// engine that decides, and what turns its answers into what a program sees — the
+// context's epoch and claim read into a session, errors as *Error, the observer's
+// events, shadow mode's tally and the log.
 type enforcer struct {
-	policy *Policy
-	cache  *cache
+	eng    *engine.Engine
+	policy *engine.Policy // eng's
 	log    *slog.Logger
 
 	observer  func(context.Context, Event) // WithObserver's, or nil
 	shadow    *shadowTally                 // under enforce: shadow, else nil
 	observing bool                         // either is set: call note (observe.go)
-	names     sync.Map                     // *Table → its name in events (observe.go)
+	names     sync.Map                     // *engine.Table → its name in events (observe.go)
 }
 
-func newEnforcer(p *Policy, cfg connectorConfig) *enforcer {
-	return &enforcer{policy: p, cache: newCache(cfg.cacheEntries, cfg.cacheBytes), log: cfg.logger,
+func newEnforcer(p *engine.Policy, cfg connectorConfig) *enforcer {
+	return &enforcer{eng: engine.New(p, cfg.cacheEntries, cfg.cacheBytes), policy: p, log: cfg.logger,
 		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil}
 }
 
-// decision returns the decision for query, from the cache when it has been seen.
-func (f *enforcer) decision(query string) *decision {
-	if d, ok := f.cache.get(query); ok {
-		return d
+// shadowing reports enforce: shadow: statements are sent as written.
+func (f *enforcer) shadowing() bool { return f.policy.Enforce == engine.EnforceShadow }
+
+// sessionOf reads what the context says about the statement's epoch and claim.
+func sessionOf(ctx context.Context) engine.Session {
+	var s engine.Session
+	switch v := ctx.Value(epochKey{}).(type) {
+	case int64:
+		s.Epoch, s.HasEpoch = v, true
+	case invalidEpoch:
+		s.Epoch, s.BadEpoch = int64(v), true
 	}
-	d, shaped := f.decide(query)
-	if !shaped || f.cache.admit(query) {
-		f.cache.put(query, d)
-	}
-	return d
+	s.Unfenced, s.HasUnfenced = unfencedReason(ctx)
+	s.Claim = claimFrom(ctx)
+	s.ClaimHelper = claimctx.From(ctx)
+	return s
 }
 
-// decide takes the decision for a text the cache does not hold: from the plan of an
-// earlier text of the same shape when there is one (shape.go; shaped is then true),
-// by analysis otherwise, which then leaves a plan for the texts of its shape.
-func (f *enforcer) decide(query string) (d *decision, shaped bool) {
-	ca := f.cache
-	if !ca.enabled() || !shapeable(query) {
-		return analyze(f.policy, query), false
-	}
-	scanned, err := pgtree.ScanTokens(query, nil)
-	if err != nil {
-		return analyze(f.policy, query), false // the analysis says why
-	}
-	toks, key := shapeOf(query, scanned)
-	if p := ca.shape(key); p != nil {
-		if d := p.derive(query, toks); d != nil {
-			ca.shapeHit()
-			return d, true
-		}
-	}
-	d, plan := analyzeShaped(f.policy, query, scanned, nil, true)
-	if plan != nil {
-		ca.putShape(key, plan)
-	}
-	return d, false
-}
-
-// call is one execution of a decided statement: the text and arguments to send.
+// call is one execution of a decided statement: what the engine bound, and the
+// arguments to send with it.
 type call struct {
-	d       *decision
-	query   string // the application's text
-	send    string // the text to send
-	args    []driver.NamedValue
-	user    []driver.NamedValue // the application's arguments without pgx's option values
-	epoch   int64
-	fenced  bool        // the sent statement carries the fence
-	claim   *claimCheck // the sent statement checks this claim (d is then its variant)
-	checked bool        // check queried the server about the result
+	engine.Bound
+	args []driver.NamedValue // the arguments to send: the application's, then the epoch (and the claim's key)
+	user []driver.NamedValue // the application's arguments without pgx's option values
 }
 
 // bind decides what one execution sends. Refusals and unfenced writes become errors
@@ -90,90 +65,65 @@ type call struct {
 // application's text is sent unchanged. The call is returned by value so that it can
 // live on the caller's stack: at a cache hit the only allocation left is the argument
 // slice with the epoch appended.
-func (f *enforcer) bind(ctx context.Context, d *decision, query string, args []driver.NamedValue) (call, error) {
-	c := call{d: d, query: query, send: query, args: args}
-	if d.act == actPass {
+func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, args []driver.NamedValue) (call, error) {
+	if d.Act() == engine.ActPass {
 		if f.observing {
 			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
-		return c, nil
+		return call{Bound: engine.Bound{D: d, Query: query, Send: query}, args: args}, nil
 	}
-	// EpochFrom, keeping the interface value: sending it as the epoch argument reuses
-	// the int64 WithEpoch boxed once, where boxing it again would allocate on every
-	// execution (Go only has preallocated boxes for 0…255).
-	epochValue := ctx.Value(epochKey{})
-	epoch, hasEpoch := epochValue.(int64)
-	c.epoch = epoch
-	var err error
-	switch {
-	case d.act == actClaim:
-		if claimctx.From(ctx) {
-			if f.observing {
-				f.note(ctx, Event{Outcome: OutcomePass, Statement: query, Epoch: epoch})
-			}
-			return c, nil
-		}
-		err = &Error{Kind: ErrRefused, Code: rulecode.ClaimWrite, Table: d.claim.QualifiedName.String(), Epoch: epoch, Statement: query,
-			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claim.StatusColumn) + " or " + sqlident.Quote(d.claim.EpochColumn) +
-				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",
-			Fix: "claim, renew and complete jobs with the helpers in github.com/sqlfence/sqlfence/claim"}
-	case d.act == actRefuse:
-		err = d.refusal.forStatement(query, epoch)
-	case !hasEpoch:
-		if reason, ok := unfencedReason(ctx); ok && f.policy.AllowUnfenced {
-			f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.table(), "reason", reason, "statement", abbreviate(query, 200))
-			if f.observing {
-				f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.table(), query)
-			}
-			return c, nil
-		}
-		err = f.unfenced(ctx, d, query)
-	default:
-		if cc := claimFrom(ctx); cc != nil && d.act == actRewrite {
-			if cc.err != "" {
-				err = &Error{Kind: ErrRefused, Code: rulecode.ClaimUnusable, Table: d.table(), Epoch: epoch, Statement: query,
-					Reason: "the context's claim (sqlfence.WithClaim) is unusable: " + cc.err,
-					Fix:    "give WithClaim the claim table, its key and epoch columns as written in SQL, and the job's key"}
-				break
-			}
-			d = d.claimVariant(f.policy, query, cc)
-			c.d, c.claim = d, cc
-			if d.act != actRewrite {
-				err = d.refusal.forStatement(query, epoch)
-				break
-			}
-		}
-		err = checkArgs(d, query, epoch, args, &c)
+	s := sessionOf(ctx)
+	user, nargs, aerr := userArgs(d, query, s.Epoch, args)
+	if aerr != nil {
+		nargs = d.EpochParam() - 1 // the arguments' own refusal comes first
+	}
+	b, err := f.eng.Bind(d, query, s, nargs)
+	if err == nil && aerr != nil && b.Fenced {
+		err = aerr
 	}
 	if err != nil {
+		perr := publicError(err)
 		if f.observing {
-			f.noteError(ctx, err, query, epoch)
+			f.noteError(ctx, perr, query, s.Epoch)
 		}
-		if f.policy.Enforce == EnforceShadow {
-			c.send, c.args = query, args // logged by the shadow tally
-			return c, nil
+		if f.shadowing() {
+			return call{Bound: engine.Bound{D: d, Query: query, Send: query}, args: args}, nil // logged by the shadow tally
 		}
-		return call{}, err
+		return call{}, perr
+	}
+	c := call{Bound: b, args: args, user: user}
+	switch {
+	case b.LetThrough:
+		f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.TableNames(), "reason", s.Unfenced, "statement", abbreviate(query, 200))
+		if f.observing {
+			f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.TableNames(), query)
+		}
+		return c, nil
+	case !b.Fenced:
+		if f.observing {
+			f.note(ctx, Event{Outcome: OutcomePass, Statement: query, Epoch: s.Epoch})
+		}
+		return c, nil
 	}
 	if f.observing {
-		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(d), Statement: query, Epoch: epoch})
+		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(b.D), Statement: query, Epoch: s.Epoch})
 	}
-	if f.policy.Enforce == EnforceShadow {
-		return call{d: d, query: query, send: query, args: args}, nil
+	if f.shadowing() {
+		return call{Bound: engine.Bound{D: d, Query: query, Send: query}, args: args}, nil
 	}
-	c.send = d.sql
-	c.fenced = true
 	// A new slice of exactly the right size: the application's slice must not be
 	// written, and append would round its capacity up to the next size class.
 	extra := 1
-	if c.claim != nil {
+	if b.Claim != nil {
 		extra = 2
 	}
 	c.args = make([]driver.NamedValue, len(args)+extra)
 	copy(c.args, args)
-	c.args[len(args)] = driver.NamedValue{Ordinal: len(args) + 1, Value: epochValue}
-	if c.claim != nil {
-		c.args[len(args)+1] = driver.NamedValue{Ordinal: len(args) + 2, Value: c.claim.value}
+	// The epoch as WithEpoch boxed it: boxing it again would allocate on every
+	// execution (Go only has preallocated boxes for 0…255).
+	c.args[len(args)] = driver.NamedValue{Ordinal: len(args) + 1, Value: ctx.Value(epochKey{})}
+	if b.Claim != nil {
+		c.args[len(args)+1] = driver.NamedValue{Ordinal: len(args) + 2, Value: b.Claim.Key()}
 	}
 	return c, nil
 }
@@ -192,65 +142,41 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 	if f.observing {
 		f.noteError(context.Background(), err, "", 0)
 	}
-	if f.policy.Enforce == EnforceShadow {
+	if f.shadowing() {
 		return nil // logged by the shadow tally
 	}
 	return err
 }
 
-func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) error {
-	e := &Error{Kind: ErrUnfenced, Code: rulecode.NoEpoch, Table: d.table(), Statement: query,
-		Reason: "a write to a protected table without an epoch on the context",
-		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
-	if v, ok := ctx.Value(epochKey{}).(invalidEpoch); ok {
-		e.Code = rulecode.BadEpoch
-		e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
-		e.Fix = "pass the epoch the claim returned; epochs start at 1"
-	} else if _, ok := unfencedReason(ctx); ok {
-		e.Code = rulecode.UnfencedDenied
-		e.Reason = "sqlfence.Unfenced was used but the policy does not allow unfenced writes"
-		e.Fix = "set `unfenced: allow` in the policy, or run the write under sqlfence.WithEpoch"
-	}
-	return e
-}
-
-// checkArgs refuses arguments whose meaning depends on rewriting the query text
-// (named arguments, pgx query rewriters) and checks that the epoch lands on the
-// parameter number the fence uses.
-func checkArgs(d *decision, query string, epoch int64, args []driver.NamedValue, c *call) error {
-	c.user = args
+// userArgs separates the application's arguments from pgx's option values and
+// refuses arguments whose meaning depends on rewriting the query text (named
+// arguments, pgx query rewriters): it returns the application's arguments, their
+// count, and the refusal that applies if the statement is fenced.
+func userArgs(d *engine.Decision, query string, epoch int64, args []driver.NamedValue) ([]driver.NamedValue, int, *engine.Error) {
 	options := 0
 	for _, a := range args {
 		if a.Name != "" {
-			return d.refuseArgs(rulecode.RewritingArgument, query, epoch, "named argument "+a.Name, "use positional $n parameters")
+			return args, len(args), d.RefuseArgs(rulecode.RewritingArgument, query, epoch, "named argument "+a.Name, "use positional $n parameters")
 		}
 		switch a.Value.(type) {
 		case pgx.QueryRewriter:
-			return d.refuseArgs(rulecode.RewritingArgument, query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
+			return args, len(args), d.RefuseArgs(rulecode.RewritingArgument, query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
 		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
 			options++
 		}
 	}
-	if options > 0 {
-		c.user = make([]driver.NamedValue, 0, len(args)-options)
-		for _, a := range args {
-			switch a.Value.(type) {
-			case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
-			default:
-				c.user = append(c.user, a)
-			}
+	if options == 0 {
+		return args, len(args), nil
+	}
+	user := make([]driver.NamedValue, 0, len(args)-options)
+	for _, a := range args {
+		switch a.Value.(type) {
+		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
+		default:
+			user = append(user, a)
 		}
 	}
-	if len(c.user) != d.epochParam-1 {
-		return d.refuseArgs(rulecode.ArgumentCount, query, epoch, fmt.Sprintf("%d arguments for a statement whose highest parameter is $%d", len(c.user), d.epochParam-1),
-			fmt.Sprintf("pass exactly one argument per parameter $1…$%d: the epoch becomes $%d", d.epochParam-1, d.epochParam))
-	}
-	return nil
-}
-
-func (d *decision) refuseArgs(code, query string, epoch int64, what, fix string) error {
-	return &Error{Kind: ErrRefused, Code: code, Table: d.table(), Epoch: epoch, Statement: query,
-		Reason: "a protected write with " + what, Fix: fix}
+	return user, len(user), nil
 }
 
 // queryConn runs a query on the inner connection, through QueryerContext when it has

@@ -2,8 +2,8 @@ package sqlfence
 
 import (
 	"errors"
-	"fmt"
-	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // The sentinels classify every error sqlfence itself produces; match them with
@@ -41,54 +41,38 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Kind.Error())
-	if e.Code != "" {
-		fmt.Fprintf(&b, " [%s]", e.Code)
+	k := engine.KindRefused
+	for i, sentinel := range kindSentinel {
+		if sentinel == e.Kind && sentinel != nil {
+			k = engine.Kind(i)
+		}
 	}
-	if e.Table != "" {
-		fmt.Fprintf(&b, ": table %s", e.Table)
-	}
-	if e.Epoch != 0 {
-		fmt.Fprintf(&b, ", epoch %d", e.Epoch)
-	} else if e.Kind == ErrUnfenced {
-		b.WriteString(", no epoch")
-	}
-	if e.HasStored {
-		fmt.Fprintf(&b, ", stored epoch %d", e.StoredEpoch)
-	}
-	if e.Affected != 0 || e.Fenced != 0 {
-		fmt.Fprintf(&b, ", %d rows written, %d fenced", e.Affected, e.Fenced)
-	}
-	if e.Reason != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Reason)
-	}
-	if e.Fix != "" {
-		b.WriteString("; ")
-		b.WriteString(e.Fix)
-	}
-	if e.Statement != "" {
-		fmt.Fprintf(&b, " (statement: %s)", abbreviate(e.Statement, 200))
-	}
-	return b.String()
+	return engine.Format(e.Kind.Error(), &engine.Error{Kind: k, Code: e.Code, Table: e.Table, Epoch: e.Epoch, StoredEpoch: e.StoredEpoch,
+		HasStored: e.HasStored, Statement: e.Statement, Reason: e.Reason, Fix: e.Fix, Affected: e.Affected, Fenced: e.Fenced})
 }
 
 func (e *Error) Unwrap() error { return e.Kind }
 
-func abbreviate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
+func abbreviate(s string, n int) string { return engine.Abbreviate(s, n) }
+
+// fromEngine is the engine's error as the program sees it: the same fields, the kind
+// as its sentinel. Errors the engine did not make pass unchanged; a nil *engine.Error
+// is a nil error.
+func fromEngine(err error) error {
+	e, ok := err.(*engine.Error)
+	if !ok {
+		return err
 	}
-	return s[:n] + "…"
+	if e == nil {
+		return nil
+	}
+	return publicError(e)
 }
 
-// withStatement returns a copy of e that names the statement and epoch, so a cached
-// refusal is never shared between callers.
-func (e *Error) forStatement(stmt string, epoch int64) *Error {
-	c := *e
-	c.Statement = stmt
-	c.Epoch = epoch
-	return &c
+func publicError(e *engine.Error) *Error {
+	return &Error{Kind: kindSentinel[e.Kind], Code: e.Code, Table: e.Table, Epoch: e.Epoch, StoredEpoch: e.StoredEpoch, HasStored: e.HasStored,
+		Statement: e.Statement, Reason: e.Reason, Fix: e.Fix, Affected: e.Affected, Fenced: e.Fenced}
 }
+
+var kindSentinel = [...]error{engine.KindRefused: ErrRefused, engine.KindUnfenced: ErrUnfenced,
+	engine.KindFenced: ErrFenced, engine.KindAlreadyWritten: ErrAlreadyWritten}

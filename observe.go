@@ -9,6 +9,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // Outcome is what sqlfence did with a statement, or found after a fenced write.
@@ -91,7 +93,7 @@ func WithObserver(fn func(context.Context, Event)) ConnectorOption {
 // note hands e to the shadow tally and the observer. Callers test f.observing first,
 // so a connector without either pays one branch per statement.
 func (f *enforcer) note(ctx context.Context, e Event) {
-	f.emit(ctx, e, f.policy.Enforce == EnforceShadow)
+	f.emit(ctx, e, f.shadowing())
 }
 
 // emit is note for an event that was enforced (shadow false) even in shadow mode: a
@@ -134,23 +136,24 @@ func (f *enforcer) noteError(ctx context.Context, err error, query string, epoch
 // noteCheck notes the check of a fenced write's result that began at start.
 func (f *enforcer) noteCheck(ctx context.Context, c *call, start time.Time, err error) {
 	var d time.Duration
-	if c.checked {
+	if c.Checked {
 		d = time.Since(start)
 	}
-	f.note(ctx, Event{Outcome: OutcomeChecked, Table: f.tableName(c.d), Statement: c.query, Epoch: c.epoch, Err: err, Duration: d})
+	f.note(ctx, Event{Outcome: OutcomeChecked, Table: f.tableName(c.D), Statement: c.Query, Epoch: c.Epoch, Err: err, Duration: d})
 }
 
-// tableName is d.table(), remembered per table: spelling a name checks it against
+// tableName is d.TableNames(), remembered per table: spelling a name checks it against
 // PostgreSQL's keywords with the scanner, too slow to repeat for every fenced write.
-func (f *enforcer) tableName(d *decision) string {
-	if len(d.tables) != 1 {
-		return d.table()
+func (f *enforcer) tableName(d *engine.Decision) string {
+	ts := d.Tables()
+	if len(ts) != 1 {
+		return d.TableNames()
 	}
-	t := d.tables[0]
+	t := ts[0]
 	if n, ok := f.names.Load(t); ok {
 		return n.(string)
 	}
-	n := d.table()
+	n := d.TableNames()
 	f.names.Store(t, n)
 	return n
 }

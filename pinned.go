@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -36,13 +37,13 @@ func checkPinned(r parameterReporter) *Error {
 	}
 	why := ""
 	switch {
-	case r.ParameterStatus(standardStrings) != "on":
-		why = "standard_conforming_strings is " + r.ParameterStatus(standardStrings) + ": the server reads a backslash inside '…' as an escape"
+	case r.ParameterStatus(engine.StandardStrings) != "on":
+		why = "standard_conforming_strings is " + r.ParameterStatus(engine.StandardStrings) + ": the server reads a backslash inside '…' as an escape"
 	case !strings.EqualFold(r.ParameterStatus("client_encoding"), "UTF8"):
 		why = "client_encoding is " + r.ParameterStatus("client_encoding") + ": in a multi-byte encoding a character's trailing byte can read as a backslash or a quote"
 	default:
 		return nil
 	}
-	return refuse(rulecode.SessionSettings, nil, "the session's "+why+", so the server would read statements differently from sqlfence (a role or database default, or a change made where sqlfence could not see it)",
-		"keep standard_conforming_strings = on and client_encoding = UTF8: the registered driver sets both in the startup message; with your own connector set them in its startup parameters, and remove role or database defaults that change them")
+	return &Error{Kind: ErrRefused, Code: rulecode.SessionSettings, Reason: "the session's " + why + ", so the server would read statements differently from sqlfence (a role or database default, or a change made where sqlfence could not see it)",
+		Fix: "keep standard_conforming_strings = on and client_encoding = UTF8: the registered driver sets both in the startup message; with your own connector set them in its startup parameters, and remove role or database defaults that change them"}
 }

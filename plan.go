@@ -2,7 +2,11 @@
 
 package sqlfence
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
+)
 
 // Plan is what sqlfence does with one statement under a policy, for tools that check
 // SQL without running it (sqlfence check) and for tests.
@@ -35,32 +39,32 @@ type Plan struct {
 // Plan decides what sqlfence would do with query, without a database.
 func (p *Policy) Plan(query string) Plan {
 	var out Plan
-	p, err := p.compile()
+	c, err := p.compile()
 	if err != nil {
 		out.Err = err
 		return out
 	}
-	d := analyze(p, query)
-	if d.act == actRefuse {
-		out.Err = d.refusal.forStatement(query, 0)
-		if d.refusal.Table != "" {
-			out.Tables = []string{d.refusal.Table}
+	d := engine.Analyze(c, query)
+	if d.Act() == engine.ActRefuse {
+		out.Err = publicError(d.Refusal().ForStatement(query, 0))
+		if t := d.Refusal().Table; t != "" {
+			out.Tables = []string{t}
 		}
 		return out
 	}
-	for _, t := range d.tables {
+	for _, t := range d.Tables() {
 		if n := t.QualifiedName.String(); !slices.Contains(out.Tables, n) {
 			out.Tables = append(out.Tables, n)
 		}
 	}
-	if d.act == actRewrite {
-		out.Fenced, out.EpochParam = d.sql, d.epochParam
-		if c := d.classify; c != nil && c.query != "" {
-			out.Check, out.CheckArgs = c.query, slices.Clone(c.args)
+	if d.Act() == engine.ActRewrite {
+		out.Fenced, out.EpochParam = d.SQL(), d.EpochParam()
+		if cl := d.Classifier(); cl != nil {
+			out.Check, out.CheckArgs = cl.Query()
 		}
 	}
-	if d.claim != nil {
-		out.ClaimTable = d.claim.QualifiedName.String()
+	if ct := d.ClaimTable(); ct != nil {
+		out.ClaimTable = ct.QualifiedName.String()
 	}
 	return out
 }

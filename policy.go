@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -33,12 +34,7 @@ func (m Mode) String() string {
 // epoch and its own: stored <op> epoch. Anything other than ModeRepeatable,
 // including the zero Mode of a hand-built Table, gets the strict "<": an
 // uninitialised mode must never widen what a stale writer may do.
-func (m Mode) Operator() string {
-	if m == ModeRepeatable {
-		return "<="
-	}
-	return "<"
-}
+func (m Mode) Operator() string { return engine.Mode(m).Operator() }
 
 // Stale is what a claim-checked write compares: whether a write made under a claim
 // (WithClaim, the claim helpers) is also fenced by the epochs stored on the rows.
@@ -66,17 +62,6 @@ func (s Stale) String() string {
 	}
 	return "Stale(" + strconv.Itoa(int(s)) + ")"
 }
-
-// qualifiedOperator is Operator as sqlfence writes it into SQL: OPERATOR(pg_catalog.<)
-// names the built-in comparison, which no operator the session creates and no
-// search_path it sets can replace.
-func (m Mode) qualifiedOperator() string { return catalogOperator(m.Operator()) }
-
-// catalogOperator spells a built-in operator schema-qualified, OPERATOR(pg_catalog.op).
-// Every operator sqlfence writes into SQL goes through it: an unqualified one resolves
-// through search_path, and a session that creates public.< on bigint and puts public
-// first would change what the fence means.
-func catalogOperator(op string) string { return "OPERATOR(pg_catalog." + op + ")" }
 
 // Enforcement says whether sqlfence enforces the policy or only reports what
 // it would have done.
@@ -136,16 +121,6 @@ type Policy struct {
 	// parsed: the policy came from ParsePolicy (or LoadPolicy), whose checks a
 	// struct literal skips; only such a policy can fence a connector.
 	parsed bool
-	// Set only on the private copy a connector (or Plan) takes with compile: the
-	// indexes that make Match, which runs for every statement, a map lookup without
-	// allocation. The caller's Policy has none and Match scans Tables, so a table
-	// appended after parsing is matched as soon as it is there.
-	tables *policyTableIndex
-	funcs  *policyFuncIndex
-	// catalog is what resolve: catalog read (snapshot.go), set only on a connector's
-	// copy; judging is set only on the copy that judges a routine body read from it.
-	catalog *catalogSnapshot
-	judging *bodyJudgment
 }
 
 // QualifiedName is a possibly schema-qualified relation or function name.
@@ -184,11 +159,11 @@ func (p *Policy) MatchClaim(schema, name string) *ClaimTable {
 	return nil
 }
 
-// compile returns the private copy a connector fences with: p checked again as
+// compile returns the engine's policy a connector fences with: p checked again as
 // ParsePolicy checks a file (the caller may have changed its fields since), with
-// defaults filled in for entries appended by hand, and indexed for Match. Slices are
-// copied, so later changes to p cannot reach the copy.
-func (p *Policy) compile() (*Policy, error) {
+// defaults filled in for entries appended by hand, and indexed for matching. Every
+// slice is copied, so later changes to p cannot reach the copy.
+func (p *Policy) compile() (*engine.Policy, error) {
 	if p == nil {
 		return nil, errors.New("sqlfence: nil policy; load one with sqlfence.LoadPolicy or sqlfence.ParsePolicy")
 	}
@@ -199,27 +174,25 @@ func (p *Policy) compile() (*Policy, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("sqlfence: policy %s, changed after parsing: %s", p.Source, fmt.Sprintf(format, args...))
 	}
-	c := *p
-	c.Tables = slices.Clone(p.Tables)
-	c.Functions = slices.Clone(p.Functions)
-	c.SafeFunctions = slices.Clone(p.SafeFunctions)
-	c.Claims = slices.Clone(p.Claims)
-	if c.EpochColumn == "" {
+	if p.EpochColumn == "" {
 		return nil, bad("EpochColumn is empty")
 	}
-	if c.Mode != ModeStrict && c.Mode != ModeRepeatable {
-		return nil, bad("Mode is %v; use ModeStrict or ModeRepeatable", c.Mode)
+	if p.Mode != ModeStrict && p.Mode != ModeRepeatable {
+		return nil, bad("Mode is %v; use ModeStrict or ModeRepeatable", p.Mode)
 	}
-	if c.Stale != StaleRow && c.Stale != StaleClaim {
-		return nil, bad("Stale is %v; use StaleRow or StaleClaim", c.Stale)
+	if p.Stale != StaleRow && p.Stale != StaleClaim {
+		return nil, bad("Stale is %v; use StaleRow or StaleClaim", p.Stale)
 	}
-	if c.Enforce != EnforceOn && c.Enforce != EnforceShadow {
-		return nil, bad("Enforce is %v; use EnforceOn or EnforceShadow", c.Enforce)
+	if p.Enforce != EnforceOn && p.Enforce != EnforceShadow {
+		return nil, bad("Enforce is %v; use EnforceOn or EnforceShadow", p.Enforce)
 	}
-	if len(c.Tables) == 0 {
+	if len(p.Tables) == 0 {
 		return nil, bad("no protected tables")
 	}
-	seen := make(map[QualifiedName]bool, len(c.Tables))
+	c := &engine.Policy{Source: p.Source, EpochColumn: p.EpochColumn, Mode: engine.Mode(p.Mode), Stale: engine.Stale(p.Stale),
+		AllowUnfenced: p.AllowUnfenced, Enforce: engine.Enforcement(p.Enforce), AllowDDL: p.AllowDDL, ResolveCatalog: p.ResolveCatalog,
+		Tables: engineTables(p.Tables), Functions: engineNames(p.Functions), SafeFunctions: engineNames(p.SafeFunctions)}
+	seen := make(map[engine.QualifiedName]bool, len(c.Tables))
 	for i := range c.Tables {
 		t := &c.Tables[i]
 		if t.EpochColumn == "" {
@@ -231,10 +204,10 @@ func (p *Policy) compile() (*Policy, error) {
 		switch {
 		case t.Name == "":
 			return nil, bad("table entry %d has no name", i+1)
-		case t.Mode != ModeStrict && t.Mode != ModeRepeatable:
-			return nil, bad("table %s has Mode %v; use ModeStrict or ModeRepeatable", t.QualifiedName, t.Mode)
-		case t.Stale != StaleRow && t.Stale != StaleClaim:
-			return nil, bad("table %s has Stale %v; use StaleRow or StaleClaim", t.QualifiedName, t.Stale)
+		case t.Mode != engine.ModeStrict && t.Mode != engine.ModeRepeatable:
+			return nil, bad("table %s has Mode %v; use ModeStrict or ModeRepeatable", t.QualifiedName, Mode(t.Mode))
+		case t.Stale != engine.StaleRow && t.Stale != engine.StaleClaim:
+			return nil, bad("table %s has Stale %v; use StaleRow or StaleClaim", t.QualifiedName, Stale(t.Stale))
 		case seen[t.QualifiedName]:
 			return nil, bad("table %s is listed twice", t.QualifiedName)
 		}
@@ -245,8 +218,7 @@ func (p *Policy) compile() (*Policy, error) {
 			return nil, bad("function entry %d has no name", i+1)
 		}
 	}
-	for i := range c.Claims {
-		cl := &c.Claims[i]
+	for i, cl := range p.Claims {
 		if cl.EpochColumn == "" {
 			cl.EpochColumn = defaultClaimEpochColumn
 		}
@@ -256,22 +228,35 @@ func (p *Policy) compile() (*Policy, error) {
 		if cl.Name == "" {
 			return nil, bad("claim entry %d has no table", i+1)
 		}
-		if t, _ := scanPolicyTables(c.Tables, cl.Schema, cl.Name); t != nil {
+		name := engine.QualifiedName(cl.QualifiedName)
+		if j, _ := engine.ScanTables(c.Tables, name.Schema, name.Name); j >= 0 {
 			return nil, bad("%s is both a protected table and a claim table", cl.QualifiedName)
 		}
+		c.Claims = append(c.Claims, engine.ClaimTable{QualifiedName: name, EpochColumn: cl.EpochColumn, StatusColumn: cl.StatusColumn, Line: cl.Line})
 	}
-	c.tables = newPolicyTableIndex(c.Tables)
-	c.funcs = newPolicyFuncIndex(c.Functions)
-	return &c, nil
+	return c.Index(), nil
 }
 
-// withTables returns a copy of p that also protects extra, for tables found in the
-// catalog at connect time.
-func (p *Policy) withTables(extra []Table) *Policy {
-	c := *p
-	c.Tables = append(slices.Clone(p.Tables), extra...)
-	c.tables = newPolicyTableIndex(c.Tables)
-	return &c
+// engineTables and engineNames copy the policy's entries into the engine's types.
+func engineTables(ts []Table) []engine.Table {
+	out := make([]engine.Table, len(ts))
+	for i, t := range ts {
+		out[i] = engineTable(t)
+	}
+	return out
+}
+
+func engineTable(t Table) engine.Table {
+	return engine.Table{QualifiedName: engine.QualifiedName(t.QualifiedName), EpochColumn: t.EpochColumn,
+		Mode: engine.Mode(t.Mode), Stale: engine.Stale(t.Stale), Line: t.Line}
+}
+
+func engineNames(ns []QualifiedName) []engine.QualifiedName {
+	out := make([]engine.QualifiedName, len(ns))
+	for i, n := range ns {
+		out[i] = engine.QualifiedName(n)
+	}
+	return out
 }
 
 // Table is a protected table with its settings resolved against the policy
@@ -283,16 +268,6 @@ type Table struct {
 	Stale       Stale  // resolved by the parser: the table's own or the policy default (a Table appended by hand: StaleRow)
 	Line        int    // line in the policy file, for messages
 
-	// unfenceable says why writes to this relation are refused: a view over a
-	// protected table that does not show the epoch column, or a parent of a protected
-	// partition without it (found by resolve: catalog); unfenceableFix what to do
-	// instead, when the view's fix does not fit.
-	unfenceable    string
-	unfenceableFix string
-	// base is, for a view found by resolve: catalog, the name of the protected
-	// table it writes through to: a write to the view fires that table's statement
-	// triggers, the guard's among them.
-	base string
 }
 
 const (
@@ -345,17 +320,11 @@ func (p *Policy) Match(schema, name string) (t *Table, ambiguous bool) {
 	if p == nil {
 		return nil, false
 	}
-	if ix := p.tables; ix != nil {
-		if schema != "" {
-			if t := ix.exact[QualifiedName{schema, name}]; t != nil {
-				return t, false
-			}
-			return ix.exact[QualifiedName{"", name}], false
-		}
-		m := ix.byName[name]
-		return m.table, m.ambiguous
+	i, amb := engine.ScanEntries(len(p.Tables), func(i int) engine.Table { return engineTable(p.Tables[i]) }, schema, name)
+	if i < 0 {
+		return nil, false
 	}
-	return scanPolicyTables(p.Tables, schema, name)
+	return &p.Tables[i], amb
 }
 
 // MatchFunction reports whether a function or procedure reference is listed
@@ -366,108 +335,10 @@ func (p *Policy) MatchFunction(schema, name string) bool {
 	if p == nil {
 		return false
 	}
-	if ix := p.funcs; ix != nil {
-		if schema == "" {
-			_, ok := ix.byName[name]
-			return ok
-		}
-		if _, ok := ix.exact[QualifiedName{schema, name}]; ok {
-			return true
-		}
-		_, ok := ix.exact[QualifiedName{"", name}]
-		return ok
-	}
 	for _, f := range p.Functions {
 		if f.Name == name && (schema == "" || f.Schema == "" || f.Schema == schema) {
 			return true
 		}
 	}
 	return false
-}
-
-type policyTableIndex struct {
-	exact  map[QualifiedName]*Table   // every entry under its own schema+name
-	byName map[string]policyNameMatch // the answer for an unqualified reference
-}
-
-type policyNameMatch struct {
-	table     *Table
-	ambiguous bool
-}
-
-type policyFuncIndex struct {
-	exact  map[QualifiedName]struct{}
-	byName map[string]struct{}
-}
-
-// newPolicyTableIndex precomputes scanPolicyTables' answers, so the index and the
-// fallback cannot disagree on semantics.
-func newPolicyTableIndex(tables []Table) *policyTableIndex {
-	ix := &policyTableIndex{
-		exact:  make(map[QualifiedName]*Table, len(tables)),
-		byName: make(map[string]policyNameMatch, len(tables)),
-	}
-	for i := range tables {
-		t := &tables[i]
-		ix.exact[t.QualifiedName] = t
-		if _, done := ix.byName[t.Name]; !done {
-			m, amb := scanPolicyTables(tables, "", t.Name)
-			ix.byName[t.Name] = policyNameMatch{m, amb}
-		}
-	}
-	return ix
-}
-
-func newPolicyFuncIndex(funcs []QualifiedName) *policyFuncIndex {
-	ix := &policyFuncIndex{
-		exact:  make(map[QualifiedName]struct{}, len(funcs)),
-		byName: make(map[string]struct{}, len(funcs)),
-	}
-	for _, f := range funcs {
-		ix.exact[f] = struct{}{}
-		ix.byName[f.Name] = struct{}{}
-	}
-	return ix
-}
-
-// scanPolicyTables is Match without an index.
-func scanPolicyTables(tables []Table, schema, name string) (*Table, bool) {
-	var exact, unqualified, first *Table
-	ambiguous := false
-	for i := range tables {
-		t := &tables[i]
-		if t.Name != name {
-			continue
-		}
-		switch {
-		case t.Schema == "":
-			if unqualified == nil {
-				unqualified = t
-			}
-		case t.Schema == schema:
-			if exact == nil {
-				exact = t
-			}
-		}
-		if schema != "" {
-			continue
-		}
-		if first == nil {
-			first = t
-		} else if t.EpochColumn != first.EpochColumn || t.Mode != first.Mode || t.Stale != first.Stale {
-			ambiguous = true
-		}
-	}
-	if schema != "" {
-		if exact != nil {
-			return exact, false
-		}
-		return unqualified, false
-	}
-	// For an unqualified reference the unqualified entry is the one the user
-	// wrote the same way; otherwise the first in file order.
-	if unqualified != nil {
-		return unqualified, ambiguous
-	}
-	return first, ambiguous
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 func policyTestdata(name string) string { return filepath.Join("testdata", "policy", name) }
@@ -474,7 +476,7 @@ func TestMatchFunction(t *testing.T) {
 	for _, p := range []*Policy{parsed, handBuilt} {
 		for _, tt := range tests {
 			if got := p.MatchFunction(tt.schema, tt.name); got != tt.want {
-				t.Errorf("MatchFunction(%q, %q) = %v, want %v (indexed: %v)", tt.schema, tt.name, got, tt.want, p.funcs != nil)
+				t.Errorf("MatchFunction(%q, %q) = %v, want %v (parsed: %v)", tt.schema, tt.name, got, tt.want, p == parsed)
 			}
 		}
 	}
@@ -493,9 +495,9 @@ func TestModeAndEnforcement(t *testing.T) {
 		{ModeStrict.Operator(), "<"},
 		{ModeRepeatable.Operator(), "<="},
 		{Mode(0).Operator(), "<"}, // an unset mode must not widen what a stale writer may do
-		{ModeStrict.qualifiedOperator(), "OPERATOR(pg_catalog.<)"},
-		{ModeRepeatable.qualifiedOperator(), "OPERATOR(pg_catalog.<=)"},
-		{Mode(0).qualifiedOperator(), "OPERATOR(pg_catalog.<)"},
+		{engine.CatalogOperator(ModeStrict.Operator()), "OPERATOR(pg_catalog.<)"},
+		{engine.CatalogOperator(ModeRepeatable.Operator()), "OPERATOR(pg_catalog.<=)"},
+		{engine.CatalogOperator(Mode(0).Operator()), "OPERATOR(pg_catalog.<)"},
 		{EnforceOn.String(), "on"},
 		{EnforceShadow.String(), "shadow"},
 		{Enforcement(9).String(), "Enforcement(9)"},

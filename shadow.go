@@ -19,6 +19,8 @@ import (
 	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 const (
@@ -234,7 +236,7 @@ func (t *shadowTally) logSummary(ctx context.Context, log *slog.Logger) {
 // scans (the scanner does not recurse); text the scanner rejects is its own shape.
 func statementShape(q string) string {
 	h := fnv.New64a()
-	if len(q) > maxStatementBytes {
+	if len(q) > engine.MaxStatementBytes {
 		h.Write([]byte(q))
 		return fmt.Sprintf("%016x", h.Sum64())
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -15,7 +16,7 @@ type stmt struct {
 	inner driver.Stmt
 	conn  *conn
 	enf   *enforcer // the enforcer d was decided by
-	d     *decision
+	d     *engine.Decision
 	query string
 }
 
@@ -31,7 +32,7 @@ func (s *stmt) Close() error { return s.inner.Close() }
 // NumInput hides the epoch parameter: the application passes its own arguments only.
 func (s *stmt) NumInput() int {
 	n := s.inner.NumInput()
-	if n > 0 && s.d.act == actRewrite {
+	if n > 0 && s.d.Act() == engine.ActRewrite {
 		return n - 1
 	}
 	return n
@@ -44,18 +45,18 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		// The catalog was read again since the statement was prepared: decide it again.
 		// The server holds the prepared text, so only the same decision can run.
 		d := s.conn.lookup(s.query)
-		if s.conn.enf.policy.Enforce == EnforceShadow {
-			d = passDecision // as PrepareContext: shadow mode sends the text unchanged
+		if s.conn.enf.shadowing() {
+			d = engine.Pass // as PrepareContext: shadow mode sends the text unchanged
 		}
-		if d.act != s.d.act || d.sql != s.d.sql {
+		if d.Act() != s.d.Act() || d.SQL() != s.d.SQL() {
 			epoch, _ := EpochFrom(ctx)
-			err := d.refusal
-			if d.act != actRefuse {
-				err = &Error{Kind: ErrRefused, Code: rulecode.PreparedChanged,
+			e := d.Refusal()
+			if d.Act() != engine.ActRefuse {
+				e = &engine.Error{Kind: engine.KindRefused, Code: rulecode.PreparedChanged,
 					Reason: "the catalog changed since the statement was prepared, and sqlfence now decides it differently",
 					Fix:    "prepare the statement again"}
 			}
-			err = err.forStatement(s.query, epoch)
+			err := publicError(e.ForStatement(s.query, epoch))
 			if s.conn.enf.observing {
 				s.conn.enf.noteError(ctx, err, s.query, epoch)
 			}
@@ -67,8 +68,8 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 	if err != nil {
 		return call{}, err
 	}
-	if !c.fenced && s.d.act == actRewrite {
-		err := &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.table(), Statement: s.query,
+	if !c.Fenced && s.d.Act() == engine.ActRewrite {
+		err := &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.TableNames(), Statement: s.query,
 			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
 		if s.conn.enf.observing {
 			s.conn.enf.noteError(ctx, err, s.query, 0)
@@ -95,7 +96,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	var res driver.Result
-	if c.claim != nil {
+	if c.Claim != nil {
 		// The claim check changes the text: run the claim variant unprepared
 		// (the statement was prepared without it).
 		res, err = s.conn.execUnprepared(ctx, &c)
@@ -108,12 +109,12 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, s.conn.enf.claimError(ctx, s.conn.inner, &c, err)
 	}
-	if s.d.catalog != 0 {
-		if err := s.conn.catalogChanged(ctx, s.d.catalog); err != nil {
+	if s.d.Catalog() != 0 {
+		if err := s.conn.catalogChanged(ctx, s.d.Catalog()); err != nil {
 			return nil, err
 		}
 	}
-	if n, err := res.RowsAffected(); err == nil && (n == 0 || c.d.classify != nil && exactAccounting(ctx)) {
+	if n, err := res.RowsAffected(); err == nil && c.NeedsCheck(n, exactAccounting(ctx)) {
 		if err := s.conn.enf.check(ctx, s.conn.inner, &c, n); err != nil {
 			return nil, err
 		}
@@ -130,8 +131,8 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return nil, err
 	}
 	var rows driver.Rows
-	if c.claim != nil {
-		rows, err = queryConn(ctx, s.conn.inner, c.send, c.args)
+	if c.Claim != nil {
+		rows, err = queryConn(ctx, s.conn.inner, c.Send, c.args)
 		if err != nil {
 			return nil, s.conn.enf.claimError(ctx, s.conn.inner, &c, err)
 		}
@@ -143,10 +144,10 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
 		rows, err = s.inner.Query(values(c.args))
 	}
-	if err == nil && s.d.catalog != 0 {
-		return s.conn.afterRows(ctx, rows, s.d.catalog), nil
+	if err == nil && s.d.Catalog() != 0 {
+		return s.conn.afterRows(ctx, rows, s.d.Catalog()), nil
 	}
-	if err != nil || s.d.classify == nil || !s.d.classify.returning {
+	if err != nil || !c.Fenced || !c.Returning() {
 		return rows, err
 	}
 	return s.conn.enf.wrapRows(ctx, s.conn.inner, rows, c), nil

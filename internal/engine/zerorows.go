@@ -1,7 +1,7 @@
 // The classification query built for a fenced write: how a 0-row result is explained
 // (fenced, already written, or nothing matched). fence.go runs it.
 
-package sqlfence
+package engine
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 
 // classifier explains a write that affected no rows: it selects the highest epoch
 // stored on the rows the statement's own predicate matches, without the fence.
-type classifier struct {
+type Classifier struct {
 	table *Table
 	// query selects max(epoch column) over the rows the write would have touched;
 	// args[i] is the index into the statement's arguments of the query's $i+1.
@@ -40,29 +40,29 @@ type classifier struct {
 	// that text's.
 	lazy  bool
 	once  sync.Once
-	built *classifier
+	built *Classifier
 }
 
 // forShape returns the classifier of a decision taken by shape from a text whose
 // classifier is c: whether there is one, which table and whether it is conflictOnly
 // or reads RETURNING do not depend on literal values, the query does.
-func (c *classifier) forShape() *classifier {
+func (c *Classifier) forShape() *Classifier {
 	if c == nil || c.conflictOnly {
 		return c // nothing of the text in it
 	}
-	return &classifier{table: c.table, returning: c.returning, lazy: true}
+	return &Classifier{table: c.table, returning: c.returning, lazy: true}
 }
 
 // resolve returns the classifier with its query: c itself, or for a lazy one the
 // classifier a full analysis of query (the text the decision was taken for) builds,
 // provided that analysis sends the same text as the shape did (sent); nil otherwise.
-func (c *classifier) resolve(policy *Policy, query, sent string) *classifier {
+func (c *Classifier) resolve(policy *Policy, query, sent string) *Classifier {
 	if !c.lazy {
 		return c
 	}
 	c.once.Do(func() {
-		d := analyze(policy, query)
-		if d.act == actRewrite && d.sql == sent && d.classify != nil && d.classify.table == c.table &&
+		d := Analyze(policy, query)
+		if d.act == ActRewrite && d.sql == sent && d.classify != nil && d.classify.table == c.table &&
 			!d.classify.conflictOnly && d.classify.returning == c.returning {
 			c.built = d.classify
 		}
@@ -74,7 +74,7 @@ func (c *classifier) resolve(policy *Policy, query, sent string) *classifier {
 // pieces: its target, its FROM/USING list and its WHERE, with parameters renumbered
 // so that only those the query uses are sent. A WITH clause is kept only when it is
 // read-only; re-running a data-modifying CTE to explain a result would write twice.
-func (r *rewriter) classifier(t *Table, qual string, deleted bool, w *pg.WithClause, lo, after int, target, from string, hasWhere bool, whereEnd int) *classifier {
+func (r *rewriter) classifier(t *Table, qual string, deleted bool, w *pg.WithClause, lo, after int, target, from string, hasWhere bool, whereEnd int) *Classifier {
 	var b strings.Builder
 	if w != nil {
 		if !readOnlyWith(w) {
@@ -131,17 +131,17 @@ func fencedCondition(col string, t *Table, deleted bool) string {
 	if deleted {
 		return "NOT (" + col + " " + t.Mode.qualifiedOperator() + " " + epochMarker + ")"
 	}
-	return col + " " + catalogOperator(">") + " " + epochMarker
+	return col + " " + CatalogOperator(">") + " " + epochMarker
 }
 
 // renumber rewrites the parameters of query to $1..$n in order of first use and
 // records which argument each one takes.
-func renumber(t *Table, query string) *classifier {
+func renumber(t *Table, query string) *Classifier {
 	toks, err := pgtree.ScanTokens(query, nil)
 	if err != nil {
 		return nil
 	}
-	c := &classifier{table: t}
+	c := &Classifier{table: t}
 	seen := map[int]int{}
 	markers := 0
 	for _, tk := range toks {
@@ -189,7 +189,7 @@ func renumber(t *Table, query string) *classifier {
 	return c
 }
 
-func (c *classifier) setReturning(list []*pg.Node) {
+func (c *Classifier) setReturning(list []*pg.Node) {
 	if c != nil {
 		c.returning = len(list) > 0
 	}
@@ -204,8 +204,8 @@ func (c *classifier) setReturning(list []*pg.Node) {
 // a newer epoch after the write are the ones it fenced. When the key values cannot be
 // read back without running anything, the classifier is conflictOnly, or nil when
 // the statement has a DO UPDATE … WHERE of its own.
-func (r *rewriter) conflictClassifier(t *Table, s *pg.InsertStmt, cols []string, into, open, body, hi, base int, hasWhere bool, whereEnd int) *classifier {
-	fallback := &classifier{table: t, conflictOnly: true, returning: len(s.ReturningList) > 0}
+func (r *rewriter) conflictClassifier(t *Table, s *pg.InsertStmt, cols []string, into, open, body, hi, base int, hasWhere bool, whereEnd int) *Classifier {
+	fallback := &Classifier{table: t, conflictOnly: true, returning: len(s.ReturningList) > 0}
 	if hasWhere {
 		// With a DO UPDATE … WHERE of its own, 0 rows may be that condition's doing:
 		// without the conflicting rows, nothing can be said.
@@ -330,4 +330,14 @@ func refersTo(n *pg.Node, rel string) bool {
 		return !found
 	})
 	return found
+}
+
+// Query returns the classification query and, for each of its parameters but the
+// last (the epoch), the index of the statement's argument it takes; "" when the
+// statement has none that can be built ahead (conflictOnly, or decided by shape).
+func (c *Classifier) Query() (string, []int) {
+	if c.query == "" {
+		return "", nil
+	}
+	return c.query, slices.Clone(c.args)
 }

@@ -2,7 +2,7 @@
 // triggers and rules whose code sqlfence refuses, BEFORE triggers that could change the
 // epoch column, INSTEAD rules — found where the catalog has them.
 
-package sqlfence
+package engine
 
 import (
 	"regexp"

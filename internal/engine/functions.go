@@ -1,6 +1,6 @@
 // Functions by what they can do: which calls a fenced connection runs.
 
-package sqlfence
+package engine
 
 import (
 	"strings"

@@ -1,7 +1,6 @@
-package sqlfence
+package engine
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -19,24 +18,24 @@ type fuzzClaim struct{ table, key, epoch string }
 
 // fuzzClaims are the claims FuzzRewrite also decides every input under: the policy as
 // it is (stale: row) and with every table under stale: claim.
-func fuzzClaims(p *Policy) (cc *claimCheck, cl *fuzzClaim, staleClaim *Policy) {
+func fuzzClaims(p *Policy) (cc *ClaimCheck, cl *fuzzClaim, staleClaim *Policy) {
 	pc := *p
 	pc.Tables = append([]Table(nil), p.Tables...)
 	for i := range pc.Tables {
 		pc.Tables[i].Stale = StaleClaim
 	}
 	pc.tables = nil
-	cc = claimFrom(WithClaim(context.Background(), Claim{Table: "jobs", Key: int64(1), Epoch: 1}))
+	cc = NewClaimCheck("jobs", "id", "lease_epoch", int64(1))
 	return cc, &fuzzClaim{table: "jobs", key: "id", epoch: "lease_epoch"}, &pc
 }
 
 // checkClaimVariant checks the decision for sql under the claim against the fuzzer's
 // properties, and that a claim never turns a pass into anything else or anything
 // into a pass.
-func checkClaimVariant(p *Policy, sql string, plain *decision, cc *claimCheck, cl *fuzzClaim) []string {
+func checkClaimVariant(p *Policy, sql string, plain *Decision, cc *ClaimCheck, cl *fuzzClaim) []string {
 	d := analyzeWith(p, sql, cc)
 	problems := checkDecisionUnder(p, sql, d, cl)
-	if (plain.act == actPass) != (d.act == actPass) {
+	if (plain.act == ActPass) != (d.act == ActPass) {
 		problems = append(problems, fmt.Sprintf("without a claim: %s; under the claim: %s", outcome(plain), outcome(d)))
 	}
 	return problems
@@ -150,7 +149,7 @@ func TestFuzzClaimCheckerCatches(t *testing.T) {
 		{p, "UPDATE inventory SET quantity = 1", "UPDATE inventory SET quantity = 1, writer_epoch = " + good + " WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) " + good, true,
 			"decision checks a claim: false"},
 	} {
-		d := &decision{act: actRewrite, sql: c.out, epochParam: 1, checked: !c.unmarked}
+		d := &Decision{act: ActRewrite, sql: c.out, epochParam: 1, checked: !c.unmarked}
 		problems := strings.Join(checkDecisionUnder(c.p, c.in, d, cl), "\n")
 		if c.want == "" && problems != "" || !strings.Contains(problems, c.want) {
 			t.Errorf("%s\n-> %s\nproblems %q, want one containing %q", c.in, c.out, problems, c.want)

@@ -2,7 +2,7 @@
 // through the driver. Every statement and expression in a body is parsed and judged
 // like a statement of its own; a body that cannot be read is refused.
 
-package sqlfence
+package engine
 
 import (
 	"encoding/json"
@@ -177,7 +177,7 @@ func judgeSQLBody(p *Policy, what, body string) *Error {
 
 // tooLarge refuses text larger than the 1 MiB sqlfence parses.
 func tooLarge(text string) *Error {
-	if len(text) > maxStatementBytes {
+	if len(text) > MaxStatementBytes {
 		return refuse(rulecode.TooLarge, nil, "a statement or body of more than the 1 MiB sqlfence parses", "split it")
 	}
 	return nil

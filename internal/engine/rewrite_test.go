@@ -1,4 +1,4 @@
-package sqlfence
+package engine
 
 import (
 	"flag"
@@ -10,15 +10,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/rewrite")
 
-func testPolicy(tb testing.TB) *Policy {
-	tb.Helper()
-	p, err := LoadPolicy("testdata/sqlfence.yaml")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
-
 // goldenSeparator divides a golden file into the application's statement and what
 // sqlfence does with it: the text sent, "PASS" (sent unchanged) or "REFUSED: reason".
 const goldenSeparator = "\n---- sent ----\n"
@@ -28,7 +19,7 @@ const goldenSeparator = "\n---- sent ----\n"
 // change, then read the diff.
 func TestRewriteGolden(t *testing.T) {
 	p := testPolicy(t)
-	files, _ := filepath.Glob("testdata/rewrite/*.sql")
+	files, _ := filepath.Glob("../../testdata/rewrite/*.sql")
 	if len(files) == 0 {
 		t.Fatal("no golden files")
 	}
@@ -39,7 +30,7 @@ func TestRewriteGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			in, want, _ := strings.Cut(string(data), goldenSeparator)
-			got := outcome(analyze(p, in))
+			got := outcome(Analyze(p, in))
 			if *update {
 				if err := os.WriteFile(file, []byte(in+goldenSeparator+got+"\n"), 0o644); err != nil {
 					t.Fatal(err)
@@ -53,13 +44,13 @@ func TestRewriteGolden(t *testing.T) {
 	}
 }
 
-func outcome(d *decision) string {
+func outcome(d *Decision) string {
 	switch d.act {
-	case actPass:
+	case ActPass:
 		return "PASS"
-	case actRefuse:
+	case ActRefuse:
 		return "REFUSED: " + d.refusal.Error()
-	case actClaim:
+	case ActClaim:
 		return "CLAIM HELPERS ONLY: " + d.claim.QualifiedName.String()
 	}
 	return d.sql
@@ -79,8 +70,8 @@ func TestParserBounds(t *testing.T) {
 		"not":       "UPDATE inventory SET quantity = 1 WHERE " + strings.Repeat("NOT ", n) + "true",
 		"huge":      "UPDATE inventory SET note = '" + strings.Repeat("x", 2<<20) + "'",
 	} {
-		d := analyze(p, q)
-		if d.act != actRefuse {
+		d := Analyze(p, q)
+		if d.act != ActRefuse {
 			t.Errorf("%s: decision %v, want a refusal", name, d.act)
 		}
 	}
@@ -95,7 +86,7 @@ func TestDecideConcurrent(t *testing.T) {
 		go func() {
 			for i := range 20 {
 				q := "UPDATE inventory SET quantity = " + strings.Repeat("1+", g+i) + "1 WHERE sku = $1"
-				if d := analyze(p, q); d.act != actRewrite {
+				if d := Analyze(p, q); d.act != ActRewrite {
 					done <- q
 					return
 				}
@@ -121,8 +112,8 @@ func TestRewriteGoldenClaim(t *testing.T) {
 		pc.Tables[i].Stale = StaleClaim
 	}
 	pc.tables = nil
-	cc := claimFrom(WithClaim(t.Context(), Claim{Table: "jobs", Key: int64(1), Epoch: 1}))
-	files, _ := filepath.Glob("testdata/rewrite_claim/*.sql")
+	cc := NewClaimCheck("jobs", "id", "lease_epoch", int64(1))
+	files, _ := filepath.Glob("../../testdata/rewrite_claim/*.sql")
 	if len(files) == 0 {
 		t.Fatal("no golden files")
 	}

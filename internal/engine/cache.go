@@ -1,7 +1,6 @@
-package sqlfence
+package engine
 
 import (
-	"database/sql/driver"
 	"hash/maphash"
 	"math/rand/v2"
 	"strings"
@@ -32,8 +31,8 @@ import (
 // its probation entry was dropped (it recurs more slowly than one-offs pass through
 // probation) is found in the ghost and goes straight to the main queue.
 const (
-	defaultCacheEntries = 10_000
-	defaultCacheBytes   = 32 << 20
+	DefaultCacheEntries = 10_000
+	DefaultCacheBytes   = 32 << 20
 
 	// maxCacheShards bounds how many independently locked parts the bounds are split
 	// into. A small cache gets fewer shards, so that every shard can hold a useful
@@ -73,7 +72,7 @@ type cacheCounters struct {
 
 type cacheEntry struct {
 	key  string
-	d    *decision
+	d    *Decision
 	plan *shapePlan // for an entry of cache.shapes, whose key is a shape key (shape.go)
 	size int
 	// ref is the reference bit: a hit sets it; probation promotes an entry found
@@ -169,7 +168,7 @@ func (c *cache) putShape(key string, p *shapePlan) {
 	c.insert(&c.shapes, key, nil, p)
 }
 
-func (c *cache) get(key string) (*decision, bool) {
+func (c *cache) get(key string) (*Decision, bool) {
 	if e, ok := c.lookup(key); ok {
 		return e.d, true
 	}
@@ -196,7 +195,7 @@ func (c *cache) hit(e *cacheEntry) {
 	}
 }
 
-// decisionMemo is one connection's memory of the decisions it looked up last.
+// Memo is one connection's memory of the decisions it looked up last.
 //
 // Measured against PostgreSQL, a shared-cache hit costs several times what it costs in
 // a microbenchmark: between two statements the connection waited on the network and
@@ -212,7 +211,7 @@ func (c *cache) hit(e *cacheEntry) {
 // only on the text and the policy), and what that holds on to is bounded by
 // memoSlots entries of at most memoMaxEntryBytes, and the application's memoSlots
 // query strings, per open connection (pgx's statement cache keeps hundreds).
-type decisionMemo struct {
+type Memo struct {
 	queries [memoSlots]string
 	entries [memoSlots]*cacheEntry
 	next    int
@@ -223,7 +222,7 @@ const (
 	memoMaxEntryBytes = 16 << 10
 )
 
-func (m *decisionMemo) lookup(query string) *cacheEntry {
+func (m *Memo) lookup(query string) *cacheEntry {
 	for i, e := range m.entries {
 		if e != nil && m.queries[i] == query {
 			return e
@@ -237,7 +236,7 @@ func (m *decisionMemo) lookup(query string) *cacheEntry {
 // and a remembered string whose bytes change under it would hand the next statement
 // in that buffer the old statement's decision. Comparing with the cache's copy costs
 // a comparison of the bytes instead of a pointer check.
-func (m *decisionMemo) remember(e *cacheEntry) {
+func (m *Memo) remember(e *cacheEntry) {
 	if e.size > memoMaxEntryBytes {
 		return
 	}
@@ -249,7 +248,7 @@ func (m *decisionMemo) remember(e *cacheEntry) {
 // the structures around them. Strings built with strings.Builder may carry up to
 // twice their length in capacity, so a rewrite's are counted twice; the cloned key is
 // exact but for its size-class rounding.
-func entrySize(key string, d *decision) int {
+func entrySize(key string, d *Decision) int {
 	n := cacheEntryOverhead + len(key) + len(key)/8 + 2*len(d.sql) + 8*cap(d.tables)
 	if cl := d.classify; cl != nil {
 		n += cacheClassifierOverhead + 2*len(cl.query) + 8*cap(cl.args)
@@ -266,11 +265,11 @@ func entrySize(key string, d *decision) int {
 }
 
 // put caches d for key and returns its entry, or nil when it is not cached.
-func (c *cache) put(key string, d *decision) *cacheEntry {
+func (c *cache) put(key string, d *Decision) *cacheEntry {
 	return c.insert(&c.m, key, d, nil)
 }
 
-func (c *cache) insert(m *sync.Map, key string, d *decision, plan *shapePlan) *cacheEntry {
+func (c *cache) insert(m *sync.Map, key string, d *Decision, plan *shapePlan) *cacheEntry {
 	if len(c.shards) == 0 {
 		return nil
 	}
@@ -373,54 +372,10 @@ func (c *cache) drop(s *cacheShard, e *cacheEntry) {
 	s.evictions++
 }
 
-// CacheStats describes the decision cache of one connector: how often a statement's
-// decision came from the cache, and how much the cache holds against its bounds.
+// CacheStats is the root package's CacheStats, field for field (it converts).
 type CacheStats struct {
-	Hits      uint64 // executions and prepares whose decision came from the cache
-	Misses    uint64 // statements decided afresh: first seen, evicted, or too large to cache
-	ShapeHits uint64 // of the Misses, those decided without parsing: an earlier text differed only in literal values
-	Evictions uint64 // entries dropped to stay within the bounds
-
-	Entries    int // decisions cached now
-	Bytes      int // their accounted size
-	MaxEntries int // the bounds: Entries ≤ MaxEntries and Bytes ≤ MaxBytes always
-	MaxBytes   int // (each connection's memo may also keep 4 small evicted entries)
-}
-
-// HitRate is Hits / (Hits + Misses), or 0 before the first statement. Below about
-// 0.99 in steady state, the application likely builds SQL text per call (inlined
-// literals); use parameters, or raise the cache's bounds.
-func (s CacheStats) HitRate() float64 {
-	if s.Hits+s.Misses == 0 {
-		return 0
-	}
-	return float64(s.Hits) / float64(s.Hits+s.Misses)
-}
-
-// CacheStatsOf reports the decision cache of a connector made by NewConnector, or by
-// the registered driver's OpenConnector:
-//
-//	connector, err := sqlfence.Driver{}.OpenConnector(dsn)
-//	db := sql.OpenDB(connector)
-//	…
-//	st, _ := sqlfence.CacheStatsOf(connector)
-//
-// ok is false for any other connector. Counters are read without stopping lookups,
-// so a snapshot taken under load is consistent per field, not across fields. Hits,
-// Misses and Evictions count from the connector's start, across the fresh caches
-// that reading the catalog again (resolve: catalog) begins.
-func CacheStatsOf(c driver.Connector) (st CacheStats, ok bool) {
-	fc, ok := c.(*connector)
-	if !ok {
-		return CacheStats{}, false
-	}
-	fc.resolveMu.Lock() // retired and the enforcer change together, under it
-	defer fc.resolveMu.Unlock()
-	st = fc.enforcer.Load().cache.stats()
-	st.Hits += fc.retired.Hits
-	st.Misses += fc.retired.Misses
-	st.Evictions += fc.retired.Evictions
-	return st, true
+	Hits, Misses, ShapeHits, Evictions   uint64
+	Entries, Bytes, MaxEntries, MaxBytes int
 }
 
 func (c *cache) stats() CacheStats {

@@ -1,4 +1,4 @@
-package sqlfence
+package engine
 
 import (
 	"os"
@@ -158,13 +158,13 @@ func checkShape(t *testing.T, p *Policy, a, b string) (hit bool) {
 	if got == nil {
 		return false
 	}
-	if want := analyze(p, b); !sameDecision(t, p, b, got, want) {
+	if want := Analyze(p, b); !sameDecision(t, p, b, got, want) {
 		t.Fatalf("shape of\n\t%s\ndecides\n\t%s\nas %s, its own analysis as %s", a, b, outcome(got), outcome(want))
 	}
 	return true
 }
 
-func outcomeOrNil(d *decision) string {
+func outcomeOrNil(d *Decision) string {
 	if d == nil {
 		return "no decision"
 	}
@@ -173,7 +173,7 @@ func outcomeOrNil(d *decision) string {
 
 // sameDecision compares what the driver uses of a decision, the classification
 // query included (built for got from the text query).
-func sameDecision(t *testing.T, p *Policy, query string, got, want *decision) bool {
+func sameDecision(t *testing.T, p *Policy, query string, got, want *Decision) bool {
 	t.Helper()
 	if got.act != want.act || got.sql != want.sql || got.epochParam != want.epochParam || got.catalog != want.catalog ||
 		got.claim != want.claim || got.checked != want.checked || !slices.Equal(got.tables, want.tables) {
@@ -248,7 +248,7 @@ func squeeze(sql, salt string) string {
 
 func shapeSeedCorpus(tb testing.TB) []string {
 	seeds := slices.Clone(shapeSeeds)
-	files, _ := filepath.Glob("testdata/rewrite/*.sql")
+	files, _ := filepath.Glob("../../testdata/rewrite/*.sql")
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -257,7 +257,7 @@ func shapeSeedCorpus(tb testing.TB) []string {
 		in, _, _ := strings.Cut(string(data), goldenSeparator)
 		seeds = append(seeds, in)
 	}
-	files, _ = filepath.Glob("testdata/corpus/*.sql")
+	files, _ = filepath.Glob("../../testdata/corpus/*.sql")
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -310,7 +310,7 @@ func TestShapeAdversarial(t *testing.T) {
 		{`UPDATE inventory SET note = "note" WHERE sku = 'a'`, `UPDATE inventory SET note = "note"WHERE sku = 'a'`},
 	} {
 		a, b := c[0], c[1]
-		da, db := analyze(p, a), analyze(p, b)
+		da, db := Analyze(p, a), Analyze(p, b)
 		hit := checkShape(t, p, a, b)
 		differ := da.act != db.act || (da.refusal == nil) != (db.refusal == nil)
 		if hit && differ {
@@ -372,16 +372,16 @@ func TestShapeThroughCache(t *testing.T) {
 	f := testEnforcer(t, testPolicy(t))
 	a := `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`
 	b := `UPDATE inventory SET quantity = 2 WHERE sku = 'b' -- another`
-	f.decision(a)
-	d := f.decision(b)
+	f.Decide(a)
+	d := f.Decide(b)
 	if st := f.cache.stats(); st.ShapeHits != 1 || st.Misses != 2 {
 		t.Fatalf("stats %+v, want 2 misses, 1 decided by shape", st)
 	}
-	if want := analyze(f.policy, b); d.sql != want.sql || d.act != actRewrite {
+	if want := Analyze(f.policy, b); d.sql != want.sql || d.act != ActRewrite {
 		t.Fatalf("sent %q, want %q", d.sql, want.sql)
 	}
 	// Texts decided by shape are cached from their second sighting on.
-	if second := f.decision(b); f.decision(b) != second {
+	if second := f.Decide(b); f.Decide(b) != second {
 		t.Fatal("the decision taken by shape was not cached under its text on its second sighting")
 	}
 }
@@ -397,8 +397,8 @@ func TestClassifierMarkerInText(t *testing.T) {
 		`UPDATE inventory SET quantity = 1 FROM staging s WHERE inventory.sku = s.sku AND sqlfence_epoch_marker = 5`,
 		`DELETE FROM inventory USING staging WHERE inventory.sku = staging.sku AND sqlfence_epoch_marker > 'a'`,
 	} {
-		d := analyze(p, q)
-		if d.act != actRewrite {
+		d := Analyze(p, q)
+		if d.act != ActRewrite {
 			t.Fatalf("%s: %s", q, outcome(d))
 		}
 		if d.classify != nil {
@@ -412,11 +412,11 @@ func TestClassifierMarkerInText(t *testing.T) {
 // the connector read the catalog again, SELECT … INTO and EXPLAIN ANALYZE of a CREATE
 // TABLE AS among them; a plain SELECT or EXPLAIN does not.
 func TestCatalogEffectCreatesTable(t *testing.T) {
-	for q, want := range map[string]catalogEffect{
-		`SELECT 1 AS a INTO newtab`:                            catalogDDL,
-		`EXPLAIN ANALYZE CREATE TABLE newtab AS SELECT 1 AS a`: catalogDDL,
-		`EXPLAIN ANALYZE SELECT 1 AS a INTO newtab`:            catalogDDL,
-		`CREATE TABLE newtab AS SELECT 1 AS a`:                 catalogDDL,
+	for q, want := range map[string]CatalogEffect{
+		`SELECT 1 AS a INTO newtab`:                            CatalogDDL,
+		`EXPLAIN ANALYZE CREATE TABLE newtab AS SELECT 1 AS a`: CatalogDDL,
+		`EXPLAIN ANALYZE SELECT 1 AS a INTO newtab`:            CatalogDDL,
+		`CREATE TABLE newtab AS SELECT 1 AS a`:                 CatalogDDL,
 		`EXPLAIN CREATE TABLE newtab AS SELECT 1 AS a`:         0,
 		`SELECT 1 AS a`:            0,
 		`EXPLAIN ANALYZE SELECT 1`: 0,

@@ -2,7 +2,7 @@
 // probation dropped, and the doorkeeper that keeps texts decided by shape out until
 // they are seen twice.
 
-package sqlfence
+package engine
 
 import (
 	"hash/maphash"

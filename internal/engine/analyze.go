@@ -2,7 +2,7 @@
 // claim write). Nothing here talks to a database; the driver, Policy.Plan and
 // sqlfence check all decide through analyze.
 
-package sqlfence
+package engine
 
 import (
 	"errors"
@@ -20,59 +20,59 @@ import (
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
-// maxStatementBytes bounds what reaches the C parser. The parser's stack is bounded by
+// MaxStatementBytes bounds what reaches the C parser. The parser's stack is bounded by
 // the structure of the text (pgtree.Measure), not its size; nothing a job handler
 // sends to a protected table needs to be this large.
-const maxStatementBytes = 1 << 20
+const MaxStatementBytes = 1 << 20
 
-type action uint8
+type Action uint8
 
 const (
-	actPass    action = iota + 1 // send the application's text unchanged
-	actRewrite                   // send text with the fence inserted, plus the epoch argument
-	actRefuse                    // send nothing
-	actClaim                     // send unchanged, but only from sqlfence's claim helpers
+	ActPass    Action = iota + 1 // send the application's text unchanged
+	ActRewrite                   // send text with the fence inserted, plus the epoch argument
+	ActRefuse                    // send nothing
+	ActClaim                     // send unchanged, but only from sqlfence's claim helpers
 )
 
 // decision is what sqlfence does with one SQL text under one policy. It depends on
 // nothing else, which is what makes it cacheable.
-type decision struct {
-	act        action
-	sql        string // the text to send for actRewrite
+type Decision struct {
+	act        Action
+	sql        string // the text to send for ActRewrite
 	epochParam int    // the epoch is parameter $epochParam
-	refusal    *Error // for actRefuse
+	refusal    *Error // for ActRefuse
 	tables     []*Table
-	classify   *classifier // how to explain a 0-row result of the top-level write, or nil
+	classify   *Classifier // how to explain a 0-row result of the top-level write, or nil
 	claim      *ClaimTable // the statement writes a claim table's epoch or status column
 	// checked: the rewrite checks the claim it was made for (a variant made by
 	// claimVariant); the claim's key is then parameter $epochParam+1.
 	checked bool
 	// variants holds the claim-checked decisions for this statement, one per claim
 	// table (claimVariant), made on first use.
-	variants atomic.Pointer[sync.Map] // spec string → *decision; nil until the first use
+	variants atomic.Pointer[sync.Map] // spec string → *Decision; nil until the first use
 
-	catalog catalogEffect // how the statement changes what resolve: catalog read
+	catalog CatalogEffect // how the statement changes what resolve: catalog read
 }
 
-// catalogEffect says when a statement makes the connector read the catalog again
+// CatalogEffect says when a statement makes the connector read the catalog again
 // (resolve: catalog with ddl: allow): after DDL, and at the end of a transaction that
 // ran DDL.
-type catalogEffect uint8
+type CatalogEffect uint8
 
 const (
-	catalogDDL    catalogEffect = 1 << iota // the statement changes the catalog
-	catalogTxEnd                            // it ends a transaction (COMMIT, ROLLBACK, PREPARE TRANSACTION, …)
-	catalogTxUndo                           // it rolls back to a savepoint
+	CatalogDDL    CatalogEffect = 1 << iota // the statement changes the catalog
+	CatalogTxEnd                            // it ends a transaction (COMMIT, ROLLBACK, PREPARE TRANSACTION, …)
+	CatalogTxUndo                           // it rolls back to a savepoint
 )
 
-// rereadsCatalog reports whether statements through the driver can change what
+// RereadsCatalog reports whether statements through the driver can change what
 // resolve: catalog read: only DDL can, and only under ddl: allow.
-func (p *Policy) rereadsCatalog() bool { return p.ResolveCatalog && p.AllowDDL }
+func (p *Policy) RereadsCatalog() bool { return p.ResolveCatalog && p.AllowDDL }
 
 // catalogEffectOf classifies a text the allowlist admitted. A DO block may run DDL,
 // so it counts as DDL.
-func catalogEffectOf(tree *pg.ParseResult) catalogEffect {
-	var eff catalogEffect
+func catalogEffectOf(tree *pg.ParseResult) CatalogEffect {
+	var eff CatalogEffect
 	for _, raw := range tree.Stmts {
 		// SELECT … INTO creates a table, and so does EXPLAIN ANALYZE of it or of
 		// CREATE TABLE AS, which runs its statement.
@@ -81,7 +81,7 @@ func catalogEffectOf(tree *pg.ParseResult) catalogEffect {
 			run = e.Query
 		}
 		if run.GetSelectStmt().GetIntoClause() != nil || run.GetCreateTableAsStmt() != nil {
-			eff |= catalogDDL
+			eff |= CatalogDDL
 			continue
 		}
 		switch s := raw.Stmt.Node.(type) {
@@ -90,9 +90,9 @@ func catalogEffectOf(tree *pg.ParseResult) catalogEffect {
 			case pg.TransactionStmtKind_TRANS_STMT_COMMIT, pg.TransactionStmtKind_TRANS_STMT_ROLLBACK,
 				pg.TransactionStmtKind_TRANS_STMT_PREPARE, pg.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED,
 				pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_PREPARED:
-				eff |= catalogTxEnd
+				eff |= CatalogTxEnd
 			case pg.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
-				eff |= catalogTxUndo
+				eff |= CatalogTxUndo
 			}
 		case *pg.Node_SelectStmt, *pg.Node_InsertStmt, *pg.Node_UpdateStmt, *pg.Node_DeleteStmt, *pg.Node_MergeStmt,
 			*pg.Node_ExplainStmt, *pg.Node_VariableShowStmt, *pg.Node_ListenStmt, *pg.Node_UnlistenStmt,
@@ -100,14 +100,14 @@ func catalogEffectOf(tree *pg.ParseResult) catalogEffect {
 			*pg.Node_FetchStmt, *pg.Node_ClosePortalStmt, *pg.Node_ConstraintsSetStmt, *pg.Node_DeclareCursorStmt,
 			*pg.Node_VariableSetStmt, *pg.Node_CopyStmt, *pg.Node_TruncateStmt, *pg.Node_CallStmt:
 		default:
-			eff |= catalogDDL
+			eff |= CatalogDDL
 		}
 	}
 	return eff
 }
 
 // table returns the name used in messages about this statement.
-func (d *decision) table() string {
+func (d *Decision) table() string {
 	if len(d.tables) == 0 {
 		return ""
 	}
@@ -122,19 +122,19 @@ func (d *decision) table() string {
 
 // refuse builds the error for a statement sqlfence will not send.
 func refuse(code string, t *Table, reason, fix string) *Error {
-	e := &Error{Kind: ErrRefused, Code: code, Reason: reason, Fix: fix}
+	e := &Error{Kind: KindRefused, Code: code, Reason: reason, Fix: fix}
 	if t != nil {
 		e.Table = t.QualifiedName.String()
 	}
 	return e
 }
 
-// analyze parses sql and decides what to send. It never panics on input: any shape it
+// Analyze parses sql and decides what to send. It never panics on input: any shape it
 // does not understand ends in a refusal when it concerns a protected table.
-func analyze(policy *Policy, sql string) (d *decision) { return analyzeWith(policy, sql, nil) }
+func Analyze(policy *Policy, sql string) (d *Decision) { return analyzeWith(policy, sql, nil) }
 
 // analyzeWith is analyze for writes checked against the claim cc (nil: none).
-func analyzeWith(policy *Policy, sql string, cc *claimCheck) *decision {
+func analyzeWith(policy *Policy, sql string, cc *ClaimCheck) *Decision {
 	d, _ := analyzeShaped(policy, sql, nil, cc, false)
 	return d
 }
@@ -142,53 +142,53 @@ func analyzeWith(policy *Policy, sql string, cc *claimCheck) *decision {
 // analyzeShaped is analyzeWith for sql scanned into scanned already (nil: not yet)
 // that, with wantPlan, also returns the plan that decides the texts of the same shape
 // (shape.go) when the statement passes or is rewritten; nil otherwise.
-func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *claimCheck, wantPlan bool) (d *decision, plan *shapePlan) {
-	if len(sql) > maxStatementBytes {
-		return &decision{act: actRefuse, refusal: refuse(rulecode.TooLarge, nil,
-			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), maxStatementBytes),
+func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *ClaimCheck, wantPlan bool) (d *Decision, plan *shapePlan) {
+	if len(sql) > MaxStatementBytes {
+		return &Decision{act: ActRefuse, refusal: refuse(rulecode.TooLarge, nil,
+			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), MaxStatementBytes),
 			"split the statement, or send it through sqlfence.Unfenced with `unfenced: allow`")}, nil
 	}
 	if strings.IndexByte(sql, 0) >= 0 {
 		// pg_query stops reading at a NUL, and so does the server's protocol: what
 		// sqlfence would judge is only a prefix of what the application meant.
-		return &decision{act: actRefuse, refusal: refuse(rulecode.ParseError, nil,
+		return &Decision{act: ActRefuse, refusal: refuse(rulecode.ParseError, nil,
 			"the statement contains a NUL byte, where PostgreSQL and sqlfence's parser stop reading",
 			"remove the NUL byte; pass binary data as a bytea parameter")}, nil
 	}
 	if strings.Contains(sql, guardmark.Forged) {
-		return &decision{act: actRefuse, refusal: refuse(rulecode.GuardMarker, nil,
+		return &Decision{act: ActRefuse, refusal: refuse(rulecode.GuardMarker, nil,
 			"the statement contains "+guardmark.Forged+", the marker that tells the database's guard (sqlfence guard) that sqlfence fenced the statement",
 			"remove it from the statement, comment or literal: sqlfence adds it to the statements it fences")}, nil
 	}
 	if scanned == nil {
 		var err error
 		if scanned, err = pgtree.ScanTokens(sql, nil); err != nil {
-			return &decision{act: actRefuse, refusal: refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(),
+			return &Decision{act: ActRefuse, refusal: refuse(rulecode.ParseError, nil, "cannot parse the statement: "+err.Error(),
 				"fix the SQL syntax; sqlfence never sends a statement it cannot read")}, nil
 		}
 	}
 	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
 	if e := r.tokenize(scanned); e != nil {
-		return &decision{act: actRefuse, refusal: e}, nil
+		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	tree, err := pgtree.ParseTokens(sql, scanned, pgtree.Limit)
 	if err != nil {
-		return &decision{act: actRefuse, refusal: parseRefusal(sql, scanned, err)}, nil
+		return &Decision{act: ActRefuse, refusal: parseRefusal(sql, scanned, err)}, nil
 	}
 	if e := admit(policy, tree); e != nil {
-		return &decision{act: actRefuse, refusal: e}, nil
+		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	writes, e := findWrites(policy, tree)
 	if e != nil {
-		return &decision{act: actRefuse, refusal: e}, nil
+		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	claim := claimWrite(policy, tree)
 	if len(writes) == 0 {
 		if claim != nil {
-			return &decision{act: actClaim, claim: claim}, nil
+			return &Decision{act: ActClaim, claim: claim}, nil
 		}
-		d = &decision{act: actPass}
-		if policy.rereadsCatalog() {
+		d = &Decision{act: ActPass}
+		if policy.RereadsCatalog() {
 			d.catalog = catalogEffectOf(tree)
 		}
 		if wantPlan && cc == nil {
@@ -197,29 +197,29 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *claim
 		return d, plan
 	}
 	if claim != nil {
-		return &decision{act: actRefuse, refusal: refuse(rulecode.ClaimAndProtected, writes[0].table,
+		return &Decision{act: ActRefuse, refusal: refuse(rulecode.ClaimAndProtected, writes[0].table,
 			"the statement writes both a protected table and the claim table "+claim.QualifiedName.String(),
 			"claim the job first with the claim helpers, then write under the claim's epoch")}, nil
 	}
 	if len(tree.Stmts) != 1 {
-		return &decision{act: actRefuse, refusal: refuse(rulecode.MultiStatement, writes[0].table,
+		return &Decision{act: ActRefuse, refusal: refuse(rulecode.MultiStatement, writes[0].table,
 			fmt.Sprintf("a string of %d statements writes a protected table", len(tree.Stmts)),
 			"send each statement on its own so each can be fenced")}, nil
 	}
 	minP, maxP := paramRange(sql, r.toks, tree)
 	if minP < 1 {
-		return &decision{act: actRefuse, refusal: refuse(rulecode.ParamBelowOne, writes[0].table, "the statement uses a parameter numbered below $1",
+		return &Decision{act: ActRefuse, refusal: refuse(rulecode.ParamBelowOne, writes[0].table, "the statement uses a parameter numbered below $1",
 			"number parameters from $1")}, nil
 	}
 	r.param = maxP + 1
 	raw := tree.Stmts[0]
 	lo, hi := r.span(int(raw.StmtLocation), int(raw.StmtLen))
 	if e := r.statement(raw.Stmt, lo, hi, true); e != nil {
-		return &decision{act: actRefuse, refusal: e}, nil
+		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	for _, w := range writes {
 		if !r.done[w.node] {
-			return &decision{act: actRefuse, refusal: refuse(rulecode.UnfenceablePlace, w.table,
+			return &Decision{act: ActRefuse, refusal: refuse(rulecode.UnfenceablePlace, w.table,
 				"the statement writes the table in a place sqlfence cannot fence",
 				"write the table with a plain INSERT, UPDATE, DELETE or MERGE, or a data-modifying WITH at the top of the statement")}, nil
 		}
@@ -227,14 +227,14 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *claim
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &decision{act: actPass}, nil
+		return &Decision{act: ActPass}, nil
 	}
 	out := guardMarker(r.tables) + applyEdits(sql, r.toks, r.edits)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
-		return &decision{act: actRefuse, refusal: e}, nil
+		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
-	d = &decision{act: actRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
 	if wantPlan && cc == nil {
 		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
 	}

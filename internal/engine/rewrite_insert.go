@@ -1,7 +1,7 @@
 // The rewrite of INSERT: the epoch column in the column list, the epoch in every row
 // and select list, and ON CONFLICT DO UPDATE fenced as an UPDATE.
 
-package sqlfence
+package engine
 
 import (
 	"slices"

@@ -2,7 +2,7 @@
 // that cannot change how the server reads statement text, how names and operators
 // resolve for the fence, or whether triggers fire.
 
-package sqlfence
+package engine
 
 import (
 	"strings"
@@ -12,11 +12,11 @@ import (
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
-// standardStrings changes how the server reads the text sqlfence parsed: with it off,
+// StandardStrings changes how the server reads the text sqlfence parsed: with it off,
 // a backslash escapes a quote inside '…', and a string literal to pg_query can be a
 // statement boundary to the server. The registered driver sets it on in the startup
 // message, with client_encoding; changing either on a connection is refused.
-const standardStrings = "standard_conforming_strings"
+const StandardStrings = "standard_conforming_strings"
 
 // safeSettings are the settings a fenced connection may change: what pools, ORMs and
 // schema-per-tenant services set per session or transaction. search_path is among
@@ -42,7 +42,7 @@ var safeSettings = map[string]bool{
 
 // dangerousSettings say why a setting is refused where the reason is known.
 var dangerousSettings = map[string]string{
-	standardStrings:            "with it off the server reads a backslash inside '…' as an escape, and reads statements differently from sqlfence",
+	StandardStrings:            "with it off the server reads a backslash inside '…' as an escape, and reads statements differently from sqlfence",
 	"client_encoding":          "in a multi-byte encoding such as SJIS or GBK a character's trailing byte can be a backslash or a quote, and the server reads statements differently from sqlfence",
 	"backslash_quote":          "it changes how the server reads quotes inside string literals",
 	"escape_string_warning":    "it belongs to the settings that change how string literals are read",
@@ -75,7 +75,7 @@ func refuseSetting(name, how string) *Error {
 	}
 	fix := "set it outside the driver (a role or database default, or a separate connection)"
 	switch strings.ToLower(name) {
-	case standardStrings:
+	case StandardStrings:
 		fix = "leave it on (the default since PostgreSQL 9.1); write backslash escapes as E'…' strings"
 	case "client_encoding":
 		fix = "keep UTF8, which the registered driver sets at connect; convert text in the application"
@@ -89,7 +89,7 @@ func admitSetting(s *pg.VariableSetStmt) *Error {
 	case pg.VariableSetKind_VAR_RESET_ALL:
 		return nil // back to the session's startup values, where the driver pinned what matters
 	case pg.VariableSetKind_VAR_RESET:
-		if settingAllowed(s.Name) || s.Name == standardStrings || s.Name == "client_encoding" {
+		if settingAllowed(s.Name) || s.Name == StandardStrings || s.Name == "client_encoding" {
 			return nil // back to the startup value
 		}
 		return refuseSetting(s.Name, "RESET")
@@ -106,7 +106,7 @@ func admitSetting(s *pg.VariableSetStmt) *Error {
 func setsPinnedValue(s *pg.VariableSetStmt) bool {
 	switch s.Kind {
 	case pg.VariableSetKind_VAR_SET_DEFAULT:
-		return s.Name == standardStrings || s.Name == "client_encoding"
+		return s.Name == StandardStrings || s.Name == "client_encoding"
 	case pg.VariableSetKind_VAR_SET_VALUE:
 	default:
 		return false
@@ -117,7 +117,7 @@ func setsPinnedValue(s *pg.VariableSetStmt) bool {
 	c := s.Args[0].GetAConst()
 	v := strings.ToLower(c.GetSval().GetSval())
 	switch s.Name {
-	case standardStrings:
+	case StandardStrings:
 		return v == "on" || v == "true" || v == "yes" || c.GetIval().GetIval() == 1 || c.GetBoolval().GetBoolval()
 	case "client_encoding":
 		return v == "utf8" || v == "utf-8" || v == "unicode"

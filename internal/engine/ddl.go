@@ -6,7 +6,7 @@
 // code (functions, procedures, triggers, rules, operators, casts, event triggers,
 // extensions) that writes them or whose effect cannot be read.
 
-package sqlfence
+package engine
 
 import (
 	pg "github.com/pganalyze/pg_query_go/v6"

@@ -1,7 +1,7 @@
 // The token editor: positions from pg_query's scanner, insertions into the
 // application's own text.
 
-package sqlfence
+package engine
 
 import (
 	"slices"
@@ -41,8 +41,8 @@ type rewriter struct {
 	edits  []edit
 	done   map[proto.Message]bool // protected writes the rewrite fenced
 	tables []*Table
-	top    *classifier
-	claim  *claimCheck // the claim the writes are checked against, or nil
+	top    *Classifier
+	claim  *ClaimCheck // the claim the writes are checked against, or nil
 }
 
 func (r *rewriter) tokenize(scanned []pgtree.Token) *Error {

@@ -1,7 +1,7 @@
 // The write finder: every write to a protected table or a claim table anywhere in a
 // tree, independent of the rewrite, and the statements that cannot be fenced at all.
 
-package sqlfence
+package engine
 
 import (
 	"strings"

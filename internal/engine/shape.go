@@ -17,7 +17,7 @@
 // analysed in full. Parameters ($n) are tokens like any other and never masked.
 // Only passes and rewrites are planned; refusals quote the statement and are rare.
 
-package sqlfence
+package engine
 
 import (
 	"encoding/binary"
@@ -33,24 +33,24 @@ import (
 )
 
 // shapeable reports whether a text may be decided by shape. The analysis refuses
-// texts over maxStatementBytes, text that is not UTF-8 (the scanner accepts bytes in
+// texts over MaxStatementBytes, text that is not UTF-8 (the scanner accepts bytes in
 // a literal that the parser's tree cannot hold), and text that carries the guard's
 // marker anywhere, a masked literal included, or a NUL byte (where the parser stops).
 // All take the analysis.
 func shapeable(sql string) bool {
-	return len(sql) <= maxStatementBytes && utf8.ValidString(sql) && strings.IndexByte(sql, 0) < 0 &&
+	return len(sql) <= MaxStatementBytes && utf8.ValidString(sql) && strings.IndexByte(sql, 0) < 0 &&
 		!strings.Contains(sql, guardmark.Forged)
 }
 
 // shapePlan is a decision in a form that applies to every text of one shape.
 type shapePlan struct {
-	act        action
-	pass       *decision // for actPass: the decision itself, which holds nothing of the text
-	edits      []edit    // for actRewrite: the fence, anchored to tokens
-	marker     string    // for actRewrite: the guard's marker the fenced text starts with
+	act        Action
+	pass       *Decision // for ActPass: the decision itself, which holds nothing of the text
+	edits      []edit    // for ActRewrite: the fence, anchored to tokens
+	marker     string    // for ActRewrite: the guard's marker the fenced text starts with
 	epochParam int
 	tables     []*Table
-	classify   *classifier // the analysed text's, for its kind only: see classifier.forShape
+	classify   *Classifier // the analysed text's, for its kind only: see classifier.forShape
 	kept       []keptLiteral
 	keptText   string // the kept literals' texts, one after another
 }
@@ -115,9 +115,9 @@ func edgeClass(c byte) byte {
 
 // newShapePlan makes the plan for a text the analysis passed (edits nil) or rewrote
 // into d. tree is the text's tree, toks its tokens.
-func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *decision, edits []edit) *shapePlan {
+func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, edits []edit) *shapePlan {
 	p := &shapePlan{act: d.act, epochParam: d.epochParam, tables: d.tables, classify: d.classify, edits: slices.Clone(edits)}
-	if d.act == actPass {
+	if d.act == ActPass {
 		p.pass = d
 	} else {
 		p.marker = guardMarker(d.tables)
@@ -143,7 +143,7 @@ func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *decision, e
 
 // derive returns the decision for sql, a text of the plan's shape with tokens toks,
 // or nil when a kept literal differs and the text needs an analysis of its own.
-func (p *shapePlan) derive(sql string, toks []token) *decision {
+func (p *shapePlan) derive(sql string, toks []token) *Decision {
 	for _, k := range p.kept {
 		if k.tok >= len(toks) {
 			return nil
@@ -152,7 +152,7 @@ func (p *shapePlan) derive(sql string, toks []token) *decision {
 			return nil
 		}
 	}
-	if p.act == actPass {
+	if p.act == ActPass {
 		return p.pass
 	}
 	for _, e := range p.edits {
@@ -160,7 +160,7 @@ func (p *shapePlan) derive(sql string, toks []token) *decision {
 			return nil
 		}
 	}
-	return &decision{act: actRewrite, sql: p.marker + applyEdits(sql, toks, p.edits), epochParam: p.epochParam,
+	return &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, p.edits), epochParam: p.epochParam,
 		tables: p.tables, classify: p.classify.forShape()}
 }
 

@@ -1,7 +1,7 @@
 // The rewrite of MERGE: every WHEN MATCHED clause gets the fence, its UPDATE SET and
 // INSERT get the epoch.
 
-package sqlfence
+package engine
 
 import (
 	"fmt"

@@ -4,7 +4,7 @@
 // everything else is refused with what to do instead. Writes to protected tables are
 // then found (writes.go) and fenced (rewrite*.go).
 
-package sqlfence
+package engine
 
 import (
 	pg "github.com/pganalyze/pg_query_go/v6"

@@ -1,7 +1,7 @@
 // The catalog snapshot's judgement of user functions: what a call reaches, read from
 // the catalog and judged like a body created through the driver, transitively.
 
-package sqlfence
+package engine
 
 import (
 	"strconv"

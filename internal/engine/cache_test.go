@@ -1,10 +1,7 @@
-package sqlfence
+package engine
 
 import (
-	"context"
-	"database/sql/driver"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,35 +10,7 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-
-	"github.com/sqlfence/sqlfence/internal/nopdriver"
 )
-
-// spellingPolicy protects names that exercise every identifier rule the pre-check
-// relies on: plain, schema-qualified, quoted mixed case, a quote inside the name,
-// non-ASCII, plus a listed function and a claim table.
-const spellingPolicy = `
-version: 1
-tables:
-  - name: inventory
-  - name: billing.invoices
-  - name: '"Orders"'
-  - name: '"odd""name"'
-  - name: café
-functions:
-  - billing.recalc
-claims:
-  - table: jobs
-`
-
-func mustPolicy(tb testing.TB, src string) *Policy {
-	tb.Helper()
-	p, err := ParsePolicy([]byte(src), "<test>")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
 
 // protectedSpellings are statements PostgreSQL resolves to a protected table or a
 // listed function, spelled every way the grammar allows. Each must reach the parser.
@@ -100,12 +69,12 @@ var protectedSpellings = []string{
 // listed function or a claim table is fenced or refused, never sent unchanged; and —
 // to show the case is real, not vacuous — the parser finds the protected write or call.
 func TestProtectedSpellings(t *testing.T) {
-	p := mustPolicy(t, spellingPolicy)
+	p := spellingPolicy(t)
 	for _, q := range protectedSpellings {
 		if !touchesProtected(t, p, q) {
 			t.Errorf("%q: the parser finds no protected write or call; the spelling test is wrong", q)
 		}
-		if d := testEnforcer(t, p).decision(q); d.act == actPass {
+		if d := testEnforcer(t, p).Decide(q); d.act == ActPass {
 			t.Errorf("%q: sent unchanged", q)
 		}
 	}
@@ -122,7 +91,7 @@ func touchesProtected(t *testing.T, p *Policy, q string) bool {
 	return len(writes) > 0 || refusal != nil || admit(p, tree) != nil || claimWrite(p, tree) != nil
 }
 
-func passDecisionFor(i int) *decision { return &decision{act: actPass, epochParam: i} }
+func passDecisionFor(i int) *Decision { return &Decision{act: ActPass, epochParam: i} }
 
 func checkBounds(t testing.TB, c *cache) CacheStats {
 	t.Helper()
@@ -193,7 +162,7 @@ func TestCacheBounds(t *testing.T) {
 	}
 	t.Run("larger than a shard", func(t *testing.T) {
 		c := newCache(100, 10_000)
-		c.put(strings.Repeat("y", 20_000), passDecision)
+		c.put(strings.Repeat("y", 20_000), Pass)
 		if st := checkBounds(t, c); st.Entries != 0 {
 			t.Fatalf("an entry larger than the budget was cached: %+v", st)
 		}
@@ -212,12 +181,12 @@ func TestCacheKeepsHotEntries(t *testing.T) {
 	}
 	missed := 0
 	for i := range 20_000 {
-		c.put(fmt.Sprintf("SELECT * FROM t WHERE id = %d", i), passDecision)
+		c.put(fmt.Sprintf("SELECT * FROM t WHERE id = %d", i), Pass)
 		if i%100 == 0 {
 			for _, h := range hot {
 				if _, ok := c.get(h); !ok {
 					missed++
-					c.put(h, passDecision)
+					c.put(h, Pass)
 				}
 			}
 		}
@@ -271,11 +240,10 @@ func TestCacheMemoryBound(t *testing.T) {
 		t.Skip("parses thousands of statements")
 	}
 	const budget = 4 << 20
-	f := testEnforcer(t, mustPolicy(t, spellingPolicy))
-	f.cache = newCache(defaultCacheEntries, budget)
+	f := New(spellingPolicy(t), DefaultCacheEntries, budget)
 	// The first parse initialises protobuf's descriptors once per process; that is
 	// not the cache's memory.
-	analyze(f.policy, `UPDATE inventory SET quantity = 1 WHERE sku = 'warm-up'`)
+	Analyze(f.policy, `UPDATE inventory SET quantity = 1 WHERE sku = 'warm-up'`)
 	before := heapInUse()
 	for i := range 100_000 {
 		var q string
@@ -289,7 +257,7 @@ func TestCacheMemoryBound(t *testing.T) {
 		default: // everything else: parsed, sent unchanged
 			q = fmt.Sprintf("SELECT id, name, created_at FROM customers AS c%d WHERE id = %d AND region = 'r%d'", i, i, i%13)
 		}
-		f.decision(q)
+		f.Decide(q)
 		if i%10_000 == 0 {
 			checkBounds(t, f.cache)
 		}
@@ -316,56 +284,22 @@ func heapInUse() int64 {
 	return int64(m.HeapAlloc)
 }
 
-// TestCacheStatsOf: the public view of a connector's cache counts what the
-// connections decided.
-func TestCacheStatsOf(t *testing.T) {
-	c := NewConnector(nopdriver.Connector{}, mustPolicy(t, spellingPolicy))
-	cn, err := c.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := WithEpoch(context.Background(), 7)
-	exec := cn.(driver.ExecerContext)
-	for range 3 {
-		for _, q := range []string{`UPDATE inventory SET quantity = 1`, `SELECT 1`} {
-			if _, err := exec.ExecContext(ctx, q, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	st, ok := CacheStatsOf(c)
-	if !ok {
-		t.Fatal("CacheStatsOf: not a sqlfence connector")
-	}
-	// Two texts, and the plans for their shapes.
-	if st.Hits != 4 || st.Misses != 2 || st.Entries != 4 || st.MaxEntries != defaultCacheEntries || st.Bytes <= 0 {
-		t.Fatalf("stats %+v, want 4 hits, 2 misses, 4 entries", st)
-	}
-	if r := st.HitRate(); r < 0.66 || r > 0.67 {
-		t.Fatalf("hit rate %v, want 4/6", r)
-	}
-	if _, ok := CacheStatsOf(nopdriver.Connector{}); ok {
-		t.Fatal("CacheStatsOf accepted a connector that is not sqlfence's")
-	}
-}
-
 // TestConnMemo: a connection's memo answers repeated statements, counts its answers
 // as cache hits, and stays correct when the shared cache evicts what it remembers
 // or the connection runs more statements than the memo holds.
 func TestConnMemo(t *testing.T) {
-	f := testEnforcer(t, mustPolicy(t, spellingPolicy))
-	f.cache = newCache(16, 1<<20) // small: the loop below evicts constantly
-	c := &conn{inner: &nopdriver.Conn{}, enf: f}
+	f := New(spellingPolicy(t), 16, 1<<20) // small: the loop below evicts constantly
+	var memo Memo
 	const update = `UPDATE inventory SET quantity = $1 WHERE sku = $2`
-	want := analyze(f.policy, update).sql
+	want := Analyze(f.policy, update).sql
 	for i := range 200 {
-		if d := c.lookup(update); d.act != actRewrite || d.sql != want {
+		if d := f.Lookup(&memo, update); d.act != ActRewrite || d.sql != want {
 			t.Fatalf("round %d: decision %+v", i, d)
 		}
 		// More statements than the memo has slots, and than the cache has entries.
 		for j := range 2 * memoSlots {
 			q := fmt.Sprintf("SELECT %d FROM customers WHERE id = %d", j, i)
-			if d := c.lookup(q); d.act != actPass {
+			if d := f.Lookup(&memo, q); d.act != ActPass {
 				t.Fatalf("%s: decision %+v", q, d)
 			}
 		}
@@ -382,21 +316,20 @@ func TestConnMemo(t *testing.T) {
 // TestConnDecideConcurrent: connections of one connector decide in parallel (each
 // used by one goroutine, as database/sql does), sharing the cache. Run with -race.
 func TestConnDecideConcurrent(t *testing.T) {
-	f := testEnforcer(t, mustPolicy(t, spellingPolicy))
-	f.cache = newCache(64, 1<<20)
+	f := New(spellingPolicy(t), 64, 1<<20)
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
-			c := &conn{inner: &nopdriver.Conn{}, enf: f}
+			var memo Memo // a connection's
 			for i := range 2000 {
 				// A working set larger than the cache: mostly statements the
 				// pre-check passes, and a few protected writes to parse.
 				k := strconv.Itoa((i*3 + w) % 100)
-				q, want := "SELECT * FROM customers WHERE id = "+k, actPass
+				q, want := "SELECT * FROM customers WHERE id = "+k, ActPass
 				if k[len(k)-1] == '0' {
-					q, want = "UPDATE inventory SET quantity = $1 WHERE sku = 'k"+k+"'", actRewrite
+					q, want = "UPDATE inventory SET quantity = $1 WHERE sku = 'k"+k+"'", ActRewrite
 				}
-				if d := c.lookup(q); d.act != want || want == actRewrite && !strings.Contains(d.sql, "'k"+k+"'") {
+				if d := f.Lookup(&memo, q); d.act != want || want == ActRewrite && !strings.Contains(d.sql, "'k"+k+"'") {
 					t.Errorf("%s: decision %+v", q, d)
 					return
 				}
@@ -407,14 +340,10 @@ func TestConnDecideConcurrent(t *testing.T) {
 	checkBounds(t, f.cache)
 }
 
-// testEnforcer is what a connector made with default options would fence with.
-func testEnforcer(tb testing.TB, p *Policy) *enforcer {
+// testEnforcer is the engine a connector made with default options decides with.
+func testEnforcer(tb testing.TB, p *Policy) *Engine {
 	tb.Helper()
-	fp, err := p.compile()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return newEnforcer(fp, connectorConfig{logger: slog.Default(), cacheEntries: defaultCacheEntries, cacheBytes: defaultCacheBytes})
+	return New(p, DefaultCacheEntries, DefaultCacheBytes)
 }
 
 // scanWorkload runs statements through c the way a connection does (lookup, put on
@@ -436,7 +365,7 @@ func scanWorkload(c *cache, hot, statements int) float64 {
 		}
 		_, ok := c.get(q)
 		if !ok {
-			c.put(q, passDecision)
+			c.put(q, Pass)
 		}
 		if i%100 == 0 && i/100 >= 3*hot {
 			lookups++
@@ -454,7 +383,7 @@ func scanWorkload(c *cache, hot, statements int) float64 {
 // cache's entries), which plain CLOCK or LRU cannot keep.
 func TestCacheScanResistance(t *testing.T) {
 	for _, hot := range []int{10, 50, 200} {
-		c := newCache(defaultCacheEntries, defaultCacheBytes)
+		c := newCache(DefaultCacheEntries, DefaultCacheBytes)
 		if rate := scanWorkload(c, hot, 1_000_000); rate < 0.99 {
 			t.Errorf("%d hot statements: hit rate %.4f, want ≥ 0.99", hot, rate)
 		}
@@ -467,7 +396,7 @@ func TestCacheScanResistance(t *testing.T) {
 func BenchmarkCacheScan(b *testing.B) {
 	for _, hot := range []int{50, 200} {
 		b.Run(fmt.Sprintf("hot=%d", hot), func(b *testing.B) {
-			c := newCache(defaultCacheEntries, defaultCacheBytes)
+			c := newCache(DefaultCacheEntries, DefaultCacheBytes)
 			rate := scanWorkload(c, hot, max(b.N*100, 100*10*hot))
 			b.ReportMetric(rate, "hot-hit-rate")
 			st := checkBounds(b, c)

@@ -1,4 +1,4 @@
-package sqlfence
+package engine
 
 import (
 	"encoding/json"
@@ -52,8 +52,8 @@ import (
 //	go test -run '^$' -fuzz FuzzRewrite -fuzztime 10m .
 func FuzzRewrite(f *testing.F) {
 	p := testPolicy(f)
-	files, _ := filepath.Glob("testdata/rewrite/*.sql")
-	claimFiles, _ := filepath.Glob("testdata/rewrite_claim/*.sql")
+	files, _ := filepath.Glob("../../testdata/rewrite/*.sql")
+	claimFiles, _ := filepath.Glob("../../testdata/rewrite_claim/*.sql")
 	files = append(files, claimFiles...)
 	if len(files) == 0 {
 		f.Fatal("no golden files to seed the fuzzer with")
@@ -68,7 +68,7 @@ func FuzzRewrite(f *testing.F) {
 	}
 	cc, cl, pc := fuzzClaims(p)
 	f.Fuzz(func(t *testing.T, sql string) {
-		d := analyze(p, sql)
+		d := Analyze(p, sql)
 		if problems := checkDecision(p, sql, d); len(problems) > 0 {
 			t.Fatalf("statement:\n%s\ndecision: %s\nproblems:\n  %s", sql, outcome(d), strings.Join(problems, "\n  "))
 		}
@@ -77,7 +77,7 @@ func FuzzRewrite(f *testing.F) {
 				t.Fatalf("statement under a claim (stale: %v):\n%s\ndecision: %s\nproblems:\n  %s", p.Tables[0].Stale, sql, outcome(analyzeWith(p, sql, cc)), strings.Join(problems, "\n  "))
 			}
 		}
-		again := analyze(p, sql)
+		again := Analyze(p, sql)
 		if again.act != d.act || again.sql != d.sql || again.epochParam != d.epochParam {
 			t.Fatalf("statement:\n%s\ndecide is not deterministic: %s, then %s", sql, outcome(d), outcome(again))
 		}
@@ -85,35 +85,35 @@ func FuzzRewrite(f *testing.F) {
 }
 
 // checkDecision returns what is wrong with decision d for sql, or nothing.
-func checkDecision(p *Policy, sql string, d *decision) []string {
+func checkDecision(p *Policy, sql string, d *Decision) []string {
 	return checkDecisionUnder(p, sql, d, nil)
 }
 
 // checkDecisionUnder is checkDecision for a decision made under the claim cl (nil:
 // none).
-func checkDecisionUnder(p *Policy, sql string, d *decision, cl *fuzzClaim) []string {
+func checkDecisionUnder(p *Policy, sql string, d *Decision, cl *fuzzClaim) []string {
 	switch d.act {
-	case actRefuse:
-		if d.refusal == nil || d.refusal.Kind != ErrRefused {
-			return []string{fmt.Sprintf("refusal without an ErrRefused error: %#v", d.refusal)}
+	case ActRefuse:
+		if d.refusal == nil || d.refusal.Kind != KindRefused {
+			return []string{fmt.Sprintf("refusal without a KindRefused error: %#v", d.refusal)}
 		}
 		if info, ok := rulecode.Lookup(d.refusal.Code); !ok || info.Kind != rulecode.KindRefused {
 			return []string{fmt.Sprintf("refusal without a refusal's rule code: %#v", d.refusal)}
 		}
 		return nil
-	case actPass:
+	case ActPass:
 		return checkPass(p, sql)
-	case actClaim:
+	case ActClaim:
 		// Sent unchanged (from the claim helpers only): the same promise as a pass.
 		problems := checkPass(p, sql)
 		if d.claim == nil {
 			problems = append(problems, "a claim decision without its claim table")
 		}
 		return problems
-	case actRewrite:
+	case ActRewrite:
 		return checkRewrite(p, sql, d, cl)
 	}
-	return []string{fmt.Sprintf("unknown action %d", d.act)}
+	return []string{fmt.Sprintf("unknown Action %d", d.act)}
 }
 
 // mentionsProtected is the fuzzer's own statement of what the pre-check may skip: a
@@ -421,7 +421,7 @@ func (c *fenceChecker) errorf(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
 }
 
-func checkRewrite(p *Policy, sql string, d *decision, cl *fuzzClaim) []string {
+func checkRewrite(p *Policy, sql string, d *Decision, cl *fuzzClaim) []string {
 	in, err := pg.Parse(sql)
 	if err != nil {
 		return []string{"rewrote a statement that does not parse: " + err.Error()}
@@ -656,7 +656,7 @@ func (c *fenceChecker) row(t *Table, what string, items []*pg.Node, k, ncols int
 
 // checkClassifier: the query that explains a 0-row result runs without the fence, so
 // it must be a single read-only SELECT using only the statement's own arguments.
-func (c *fenceChecker) checkClassifier(d *decision) {
+func (c *fenceChecker) checkClassifier(d *Decision) {
 	q := d.classify.query
 	tree, err := pg.Parse(q)
 	if err != nil {
@@ -776,7 +776,7 @@ const deepChildEnv = "SQLFENCE_TEST_DEEP_INPUT"
 func TestDecideDeepInputs(t *testing.T) {
 	if name := os.Getenv(deepChildEnv); name != "" {
 		p := testPolicy(t)
-		d := analyze(p, deepInputs[name]())
+		d := Analyze(p, deepInputs[name]())
 		fmt.Printf("outcome: %.100s\n", outcome(d))
 		return
 	}
@@ -801,12 +801,12 @@ func TestDecideDeepInputs(t *testing.T) {
 // in the ways a rewrite could go wrong, so a check that stopped checking would show.
 func TestFuzzCheckerCatches(t *testing.T) {
 	p := testPolicy(t)
-	rewrite := func(out string, param int) *decision {
-		return &decision{act: actRewrite, sql: out, epochParam: param}
+	rewrite := func(out string, param int) *Decision {
+		return &Decision{act: ActRewrite, sql: out, epochParam: param}
 	}
 	for _, c := range []struct {
 		in   string
-		d    *decision
+		d    *Decision
 		want string
 	}{
 		{"UPDATE inventory SET quantity = 1 WHERE sku = $1",
@@ -845,17 +845,17 @@ func TestFuzzCheckerCatches(t *testing.T) {
 		{"/* keep me */ DELETE FROM inventory",
 			rewrite("DELETE FROM inventory WHERE inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint", 1),
 			`lost the input's token "/* keep me */"`},
-		{"DELETE FROM inventory", &decision{act: actPass}, "passed a *pg_query.DeleteStmt"},
-		{"EXPLAIN ANALYZE DELETE FROM inventory", &decision{act: actPass}, "passed a *pg_query.DeleteStmt"},
-		{"DELETE FROM inventory WHERE", &decision{act: actPass}, "does not parse"},
-		{"TRUNCATE staging, inventory", &decision{act: actPass}, "passed TRUNCATE"},
-		{"DO $$ BEGIN EXECUTE 'DELETE FROM ' || 'inventory'; END $$", &decision{act: actPass}, "runs dynamic SQL and has a string naming a protected table"},
-		{"DO $$ DECLARE q text := 'DELETE FROM inventory'; BEGIN EXECUTE q; END $$", &decision{act: actPass}, "runs dynamic SQL and has a string naming a protected table"},
-		{"DO $$ BEGIN IF true THEN UPDATE inventory SET quantity = 0; END IF; END $$", &decision{act: actPass}, "in a DO block: passed a *pg_query.UpdateStmt"},
+		{"DELETE FROM inventory", &Decision{act: ActPass}, "passed a *pg_query.DeleteStmt"},
+		{"EXPLAIN ANALYZE DELETE FROM inventory", &Decision{act: ActPass}, "passed a *pg_query.DeleteStmt"},
+		{"DELETE FROM inventory WHERE", &Decision{act: ActPass}, "does not parse"},
+		{"TRUNCATE staging, inventory", &Decision{act: ActPass}, "passed TRUNCATE"},
+		{"DO $$ BEGIN EXECUTE 'DELETE FROM ' || 'inventory'; END $$", &Decision{act: ActPass}, "runs dynamic SQL and has a string naming a protected table"},
+		{"DO $$ DECLARE q text := 'DELETE FROM inventory'; BEGIN EXECUTE q; END $$", &Decision{act: ActPass}, "runs dynamic SQL and has a string naming a protected table"},
+		{"DO $$ BEGIN IF true THEN UPDATE inventory SET quantity = 0; END IF; END $$", &Decision{act: ActPass}, "in a DO block: passed a *pg_query.UpdateStmt"},
 		{"UPDATE inventory SET quantity = 1 WHERE note = 'x'",
-			&decision{act: actRewrite, epochParam: 1,
+			&Decision{act: ActRewrite, epochParam: 1,
 				sql:      "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'x') AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint",
-				classify: &classifier{query: "WITH d AS (DELETE FROM inventory RETURNING 1) SELECT max(writer_epoch)::bigint FROM inventory WHERE note = 'y'"}},
+				classify: &Classifier{query: "WITH d AS (DELETE FROM inventory RETURNING 1) SELECT max(writer_epoch)::bigint FROM inventory WHERE note = 'y'"}},
 			"classification query writes"},
 	} {
 		problems := strings.Join(checkDecision(p, c.in, c.d), "\n")
@@ -873,9 +873,9 @@ func TestFuzzCheckerCatches(t *testing.T) {
 func TestRewriteVariants(t *testing.T) {
 	p := testPolicy(t)
 	for _, in := range seedStatements(t) {
-		d := analyze(p, in)
+		d := Analyze(p, in)
 		for name, v := range variants(in) {
-			dv := analyze(p, v)
+			dv := Analyze(p, v)
 			if problems := checkDecision(p, v, dv); len(problems) > 0 {
 				t.Errorf("%s of\n%s\n=\n%s\ndecision: %s\nproblems:\n  %s", name, in, v, outcome(dv), strings.Join(problems, "\n  "))
 			}
@@ -883,7 +883,7 @@ func TestRewriteVariants(t *testing.T) {
 			// a form of a statement it did not pass is not.
 			switch {
 			case d.act == dv.act:
-			case d.act == actPass || dv.act == actPass:
+			case d.act == ActPass || dv.act == ActPass:
 				t.Errorf("%s changes the decision:\n%s\n-> %s\n%s\n-> %s", name, in, outcome(d), v, outcome(dv))
 			default:
 				t.Logf("%s changes the decision:\n%s\n-> %.200s\n%s\n-> %.200s", name, in, outcome(d), v, outcome(dv))
@@ -896,7 +896,7 @@ func TestRewriteVariants(t *testing.T) {
 func seedStatements(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	files, _ := filepath.Glob("testdata/rewrite/*.sql")
+	files, _ := filepath.Glob("../../testdata/rewrite/*.sql")
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -1,4 +1,4 @@
-package sqlfence
+package engine
 
 import (
 	"fmt"
@@ -26,8 +26,8 @@ func TestParserBoundsDeepLevels(t *testing.T) {
 		"function body":    "CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN " + deep + "; END $$",
 		"SQL function":     "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT " + deep + " $$",
 	} {
-		d := analyze(p, q)
-		if d.act != actRefuse {
+		d := Analyze(p, q)
+		if d.act != ActRefuse {
 			t.Errorf("%s: %s, want a refusal", name, outcome(d))
 			continue
 		}
@@ -62,23 +62,23 @@ func TestOrdinaryBigStatements(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		sql  string
-		want action
+		want Action
 	}{
-		"5000-row VALUES": {"INSERT INTO inventory (sku, quantity) VALUES " + strings.Join(rows, ", "), actRewrite},
-		"1000-element IN": {"UPDATE inventory SET quantity = 0 WHERE sku IN (" + strings.Join(in, ", ") + ")", actRewrite},
-		"300 ORs":         {"DELETE FROM inventory WHERE " + strings.Join(or, " OR "), actRewrite},
-		"300 bare ORs":    {"UPDATE inventory SET quantity = 0 WHERE " + strings.Join(bare, " OR "), actRewrite},
-		"100 columns":     {"SELECT " + strings.Join(cols, ", ") + ` FROM "inventory" AS "i"`, actPass},
+		"5000-row VALUES": {"INSERT INTO inventory (sku, quantity) VALUES " + strings.Join(rows, ", "), ActRewrite},
+		"1000-element IN": {"UPDATE inventory SET quantity = 0 WHERE sku IN (" + strings.Join(in, ", ") + ")", ActRewrite},
+		"300 ORs":         {"DELETE FROM inventory WHERE " + strings.Join(or, " OR "), ActRewrite},
+		"300 bare ORs":    {"UPDATE inventory SET quantity = 0 WHERE " + strings.Join(bare, " OR "), ActRewrite},
+		"100 columns":     {"SELECT " + strings.Join(cols, ", ") + ` FROM "inventory" AS "i"`, ActPass},
 		"ORM": {`SELECT "inventory".* FROM "inventory" INNER JOIN "skus" ON "skus"."id" = "inventory"."sku" ` +
 			`LEFT OUTER JOIN "warehouses" ON "warehouses"."id" = "skus"."warehouse_id" AND "warehouses"."active" = $1 ` +
 			`WHERE "inventory"."deleted_at" IS NULL AND ("inventory"."quantity" > $2 OR "skus"."priority" IN ($3, $4, $5)) ` +
 			`AND NOT EXISTS (SELECT 1 FROM "holds" WHERE "holds"."sku" = "inventory"."sku" AND "holds"."until" > now()) ` +
-			`ORDER BY CASE "inventory"."sku"` + strings.Repeat(` WHEN 'a' THEN 1`, 500) + ` END, "inventory"."sku" LIMIT $6`, actPass},
+			`ORDER BY CASE "inventory"."sku"` + strings.Repeat(` WHEN 'a' THEN 1`, 500) + ` END, "inventory"."sku" LIMIT $6`, ActPass},
 		"ORM write": {`UPDATE "inventory" SET "quantity" = "inventory"."quantity" - $1, "updated_at" = now() ` +
 			`FROM (SELECT "sku", sum("n") AS "n" FROM "order_lines" WHERE "order_id" = ANY($2::bigint[]) GROUP BY "sku") AS "d" ` +
-			`WHERE "inventory"."sku" = "d"."sku" AND "inventory"."quantity" >= "d"."n" RETURNING "inventory"."sku", "inventory"."quantity"`, actRewrite},
+			`WHERE "inventory"."sku" = "d"."sku" AND "inventory"."quantity" >= "d"."n" RETURNING "inventory"."sku", "inventory"."quantity"`, ActRewrite},
 	} {
-		if d := analyze(p, tc.sql); d.act != tc.want {
+		if d := Analyze(p, tc.sql); d.act != tc.want {
 			t.Errorf("%s: %.200s", name, outcome(d))
 		}
 	}
@@ -88,11 +88,11 @@ func TestOrdinaryBigStatements(t *testing.T) {
 	p.AllowDDL = true
 	deflt := "1" + strings.Repeat(" + 1", 400) // 800 messages deep: more than pgtree.DeparseLimit
 	body := "$$ DECLARE n int; BEGIN SELECT count(*) INTO n FROM audit WHERE x > a; IF n > 0 THEN RETURN n; END IF; RETURN 0; END $$"
-	if d := analyze(p, "CREATE FUNCTION f(a int DEFAULT "+deflt+") RETURNS int LANGUAGE plpgsql AS "+body); d.act != actPass {
+	if d := Analyze(p, "CREATE FUNCTION f(a int DEFAULT "+deflt+") RETURNS int LANGUAGE plpgsql AS "+body); d.act != ActPass {
 		t.Errorf("PL/pgSQL function: %s", outcome(d))
 	}
 	body = "$$ BEGIN UPDATE inventory SET quantity = a; END $$"
-	if d := analyze(p, "CREATE FUNCTION f(a int DEFAULT 1) RETURNS void LANGUAGE plpgsql AS "+body); d.act != actRefuse ||
+	if d := Analyze(p, "CREATE FUNCTION f(a int DEFAULT 1) RETURNS void LANGUAGE plpgsql AS "+body); d.act != ActRefuse ||
 		!strings.Contains(d.refusal.Error(), "writes the protected table") {
 		t.Errorf("PL/pgSQL function writing inventory: %s", outcome(d))
 	}
@@ -138,10 +138,10 @@ func TestRewriteAtTheLimit(t *testing.T) {
 				hi = mid
 			}
 		}
-		if d := analyze(p, gen(n+1)); !strings.Contains(d.refusal.Error(), "too deeply") {
+		if d := Analyze(p, gen(n+1)); !strings.Contains(d.refusal.Error(), "too deeply") {
 			t.Errorf("%s at n=%d: %s", name, n+1, outcome(d))
 		}
-		if d := analyze(p, gen(n)); d.act != actRewrite {
+		if d := Analyze(p, gen(n)); d.act != ActRewrite {
 			t.Errorf("%s at n=%d: %s", name, n, outcome(d))
 		}
 	}

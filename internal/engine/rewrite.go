@@ -1,7 +1,7 @@
 // The rewrite of UPDATE and DELETE, the dispatch over statement kinds, WITH and
 // EXPLAIN ANALYZE. INSERT is in rewrite_insert.go, MERGE in rewrite_merge.go.
 
-package sqlfence
+package engine
 
 import (
 	"slices"

@@ -1,7 +1,7 @@
 // Verification: the nodes the fence adds, built as the grammar builds them, and the
 // comparison of the re-parsed result with the intended tree.
 
-package sqlfence
+package engine
 
 import (
 	pg "github.com/pganalyze/pg_query_go/v6"

@@ -4,7 +4,7 @@
 // tables — turned into what the analysis consults. catalog.go reads it from the
 // database (internal/pgcatalog); everything here is analysis and talks to no database.
 
-package sqlfence
+package engine
 
 import (
 	"strings"
