@@ -15,19 +15,28 @@ import (
 )
 
 // check runs after a fenced write that affected affected rows (engine.Check).
-func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) (err error) {
+func (f *enforcer) check(ctx context.Context, q driver.Conn, c *call, affected int64) error {
 	if !c.Fenced {
+		return nil
+	}
+	return f.checkBound(ctx, connQuerier(q), &c.Bound, userValues(c.user), affected, exactAccounting(ctx))
+}
+
+// checkBound is check for any front: the engine's check, timed for the observer; a
+// fence cancels the handler's context.
+func (f *enforcer) checkBound(ctx context.Context, q engine.Querier, b *engine.Bound, user []any, affected int64, exact bool) (err error) {
+	if !b.Fenced {
 		return nil
 	}
 	if f.observing {
 		start := time.Now()
 		defer func() {
-			if c.Checked || err != nil {
-				f.noteCheck(ctx, c, start, err)
+			if b.Checked || err != nil {
+				f.noteCheck(ctx, b, start, err)
 			}
 		}()
 	}
-	return noteFenced(ctx, checkFailed(fromEngine(f.eng.Check(ctx, connQuerier(q), &c.Bound, userValues(c.user), affected, exactAccounting(ctx)))))
+	return noteFenced(ctx, checkFailed(fromEngine(f.eng.Check(ctx, q, b, user, affected, exact))))
 }
 
 // claimError turns the server's answer to a claim-checked write whose claim was
@@ -36,15 +45,23 @@ func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err e
 	if c.Claim == nil {
 		return err
 	}
+	return f.claimErrorBound(ctx, connQuerier(q), &c.Bound, err)
+}
+
+// claimErrorBound is claimError for any front.
+func (f *enforcer) claimErrorBound(ctx context.Context, q engine.Querier, b *engine.Bound, err error) error {
+	if b.Claim == nil {
+		return err
+	}
 	start := time.Now()
-	out, queried := f.eng.ClaimError(ctx, connQuerier(q), &c.Bound, err)
+	out, queried := f.eng.ClaimError(ctx, q, b, err)
 	out = fromEngine(out)
 	if queried && f.observing {
 		var ferr error
 		if errors.Is(out, ErrFenced) {
 			ferr = out
 		}
-		f.noteCheck(ctx, c, start, ferr)
+		f.noteCheck(ctx, b, start, ferr)
 	}
 	return noteFenced(ctx, out)
 }

@@ -12,17 +12,11 @@ import (
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
-// resolveCatalog is engine.Resolve over a connection of the connector: the policy
-// extended with what the catalog says. The connector runs it at the first connection
-// and again after DDL through the driver.
-func resolveCatalog(ctx context.Context, c driver.Conn, p *engine.Policy) (*engine.Policy, error) {
-	q, ok := c.(driver.QueryerContext)
-	if !ok {
-		return nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
-	}
-	return engine.Resolve(ctx, func(ctx context.Context, sql string, args ...any) ([][]any, error) {
+// queryerQuerier runs the engine's catalog reads on an inner connection.
+func queryerQuerier(q driver.QueryerContext) engine.Querier {
+	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
 		return queryAll(ctx, q, sql, args...)
-	}, p)
+	}
 }
 
 // CheckCatalog reads the catalog as resolve: catalog does and returns what in it

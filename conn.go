@@ -25,7 +25,7 @@ type conn struct {
 
 	// params reports the server's settings (pgx only, else nil); broken is set once a
 	// pinned setting changed, and the connection is then never used again.
-	params parameterReporter
+	params func(string) string
 	broken *Error
 }
 
@@ -33,7 +33,9 @@ type conn struct {
 // parses it (pinned.go).
 func (c *conn) usable(ctx context.Context, query string) error {
 	if c.broken == nil && c.params != nil {
-		c.broken = checkPinned(c.params)
+		if err := checkPinned(c.params); err != nil {
+			c.broken = err
+		}
 	}
 	if c.broken != nil {
 		if c.enf.observing {
@@ -106,7 +108,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 // the old one is dropped.
 func (c *conn) lookup(query string) *engine.Decision {
 	if c.cn != nil {
-		if f := c.cn.enforcer.Load(); f != c.enf {
+		if f := c.cn.current(); f != c.enf {
 			c.enf, c.memo = f, engine.Memo{}
 		}
 	}
@@ -226,7 +228,7 @@ func (c *conn) catalogChanged(ctx context.Context, eff engine.CatalogEffect) err
 	if !reread || c.cn == nil {
 		return nil
 	}
-	if err := c.cn.refresh(ctx, c.inner); err != nil {
+	if err := c.cn.refresh(ctx, connQuerier(c.inner)); err != nil {
 		c.ddlPending = true
 		if errors.Is(err, driver.ErrBadConn) {
 			return fmt.Errorf("sqlfence: the statement ran, but reading the catalog again after it failed: the connection broke (%v)", err)

@@ -8,11 +8,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
-	"log/slog"
-	"sync"
-	"sync/atomic"
-
-	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
@@ -55,43 +50,18 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if inner == nil {
 		return nil, errors.New("sqlfence: NewConnector: nil inner connector")
 	}
-	cfg := connectorConfig{logger: slog.Default(), cacheEntries: engine.DefaultCacheEntries, cacheBytes: engine.DefaultCacheBytes, shadowEvery: defaultShadowSummary}
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("sqlfence: NewConnector: nil option")
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	fp, err := p.compile()
+	f, err := newFence(p, opts)
 	if err != nil {
 		return nil, err
 	}
-	if fp.Enforce == engine.EnforceShadow {
-		cfg.shadow = newShadowTally(cfg.shadowEvery)
-	}
-	c := &connector{inner: inner, cfg: cfg, base: fp}
-	c.enforcer.Store(newEnforcer(fp, cfg))
-	return c, nil
+	return &connector{inner: inner, fence: f}, nil
 }
 
+// connector is the database/sql front's connector: the inner driver's, each of its
+// connections fenced by the connector's fence.
 type connector struct {
 	inner driver.Connector
-	cfg   connectorConfig
-	base  *engine.Policy // the compiled policy, before resolve: catalog extends it
-	// enforcer is swapped as a whole when the catalog is read again: the new one
-	// comes with an empty decision cache, and each conn drops its memo when it sees
-	// the swap (conn.lookup), so no decision made under an old snapshot is reused.
-	enforcer atomic.Pointer[enforcer]
-
-	// resolveMu serialises the catalog reads of resolve: catalog; resolved records
-	// that the first succeeded, so a failure (the database not up yet) is retried.
-	resolveMu sync.Mutex
-	resolved  bool
-	// retired holds the counts of the caches the catalog reads replaced, so that
-	// CacheStatsOf's counters only grow.
-	retired CacheStats
+	*fence
 }
 
 var (
@@ -99,63 +69,31 @@ var (
 	_ io.Closer        = (*connector)(nil)
 )
 
+// Connect opens a connection of the inner connector, reads the catalog over it the
+// first time (resolve: catalog), before any statement is decided under the
+// unresolved policy, and refuses a session whose settings read text differently.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	ic, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f := c.enforcer.Load()
-	if f.policy.ResolveCatalog {
-		if f, err = c.resolve(ctx, ic); err != nil {
+	if c.base.ResolveCatalog {
+		q, ok := ic.(driver.QueryerContext)
+		if !ok {
+			ic.Close()
+			return nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
+		}
+		if err := c.Ready(ctx, queryerQuerier(q)); err != nil {
 			ic.Close()
 			return nil, err
 		}
 	}
-	cn := &conn{inner: ic, cn: c, enf: f, params: reporterOf(ic)}
-	if err := checkPinned(cn.params); err != nil {
+	cn := &conn{inner: ic, cn: c, enf: c.current(), params: statusOf(ic)}
+	if err := c.Usable(ctx, cn.params, ""); err != nil {
 		ic.Close()
-		if f.observing {
-			f.emit(ctx, Event{Outcome: OutcomeRefuse, Err: err}, false) // refused in shadow mode too
-		}
 		return nil, err
 	}
 	return cn, nil
-}
-
-// resolve extends the policy from the catalog once, before any connection is handed
-// out, so that no statement is ever decided under the unresolved policy.
-func (c *connector) resolve(ctx context.Context, ic driver.Conn) (*enforcer, error) {
-	c.resolveMu.Lock()
-	defer c.resolveMu.Unlock()
-	if c.resolved {
-		return c.enforcer.Load(), nil
-	}
-	return c.reload(ctx, ic)
-}
-
-// refresh reads the catalog again over ic, after DDL through the driver, and swaps
-// in an enforcer for the new snapshot.
-func (c *connector) refresh(ctx context.Context, ic driver.Conn) error {
-	c.resolveMu.Lock()
-	defer c.resolveMu.Unlock()
-	_, err := c.reload(ctx, ic)
-	return err
-}
-
-func (c *connector) reload(ctx context.Context, ic driver.Conn) (*enforcer, error) {
-	p, err := resolveCatalog(ctx, ic, c.base)
-	if err != nil {
-		return nil, err
-	}
-	f := newEnforcer(p, c.cfg)
-	if old := c.enforcer.Swap(f); old != nil {
-		st := old.eng.Stats()
-		c.retired.Hits += st.Hits
-		c.retired.Misses += st.Misses
-		c.retired.Evictions += st.Evictions
-	}
-	c.resolved = true
-	return f, nil
 }
 
 func (c *connector) Driver() driver.Driver { return Driver{} }

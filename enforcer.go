@@ -72,44 +72,14 @@ func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, a
 		}
 		return call{Bound: engine.Bound{D: d, Query: query, Send: query}, args: args}, nil
 	}
-	s := sessionOf(ctx)
-	user, nargs, aerr := userArgs(d, query, s.Epoch, args)
-	if aerr != nil {
-		nargs = d.EpochParam() - 1 // the arguments' own refusal comes first
-	}
-	b, err := f.eng.Bind(d, query, s, nargs)
-	if err == nil && aerr != nil && b.Fenced {
-		err = aerr
-	}
+	user, nargs, aerr := userArgs(d, query, args)
+	b, _, err := f.bindCall(ctx, d, query, nargs, aerr)
 	if err != nil {
-		perr := publicError(err)
-		if f.observing {
-			f.noteError(ctx, perr, query, s.Epoch)
-		}
-		if f.shadowing() {
-			return call{Bound: engine.Bound{D: d, Query: query, Send: query}, args: args}, nil // logged by the shadow tally
-		}
-		return call{}, perr
+		return call{}, err
 	}
 	c := call{Bound: b, args: args, user: user}
-	switch {
-	case b.LetThrough:
-		f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.TableNames(), "reason", s.Unfenced, "statement", abbreviate(query, 200))
-		if f.observing {
-			f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.TableNames(), query)
-		}
+	if !b.Fenced {
 		return c, nil
-	case !b.Fenced:
-		if f.observing {
-			f.note(ctx, Event{Outcome: OutcomePass, Statement: query, Epoch: s.Epoch})
-		}
-		return c, nil
-	}
-	if f.observing {
-		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(b.D), Statement: query, Epoch: s.Epoch})
-	}
-	if f.shadowing() {
-		return call{Bound: engine.Bound{D: d, Query: query, Send: query}, args: args}, nil
 	}
 	// A new slice of exactly the right size: the application's slice must not be
 	// written, and append would round its capacity up to the next size class.
@@ -126,6 +96,60 @@ func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, a
 		c.args[len(args)+1] = driver.NamedValue{Ordinal: len(args) + 2, Value: b.Claim.Key()}
 	}
 	return c, nil
+}
+
+// bindCall is what every front's bind shares: the engine binds d to the context's
+// session, and the outcome is noted, logged, shadowed or turned into the *Error to
+// return. nargs is the number of the application's positional arguments; argRefusal
+// is the front's refusal of the arguments themselves, which applies to a fenced write.
+// In shadow mode the bound call sends the application's text unchanged.
+func (f *enforcer) bindCall(ctx context.Context, d *engine.Decision, query string, nargs int, argRefusal *engine.Error) (engine.Bound, engine.Session, error) {
+	unchanged := engine.Bound{D: d, Query: query, Send: query}
+	if d.Act() == engine.ActPass {
+		if f.observing {
+			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
+		}
+		return unchanged, engine.Session{}, nil
+	}
+	s := sessionOf(ctx)
+	if argRefusal != nil {
+		nargs = d.EpochParam() - 1 // the arguments' own refusal comes first
+	}
+	b, err := f.eng.Bind(d, query, s, nargs)
+	if err == nil && argRefusal != nil && b.Fenced {
+		err = argRefusal.ForStatement(query, s.Epoch)
+	}
+	if err != nil {
+		perr := publicError(err)
+		if f.observing {
+			f.noteError(ctx, perr, query, s.Epoch)
+		}
+		if f.shadowing() {
+			return unchanged, s, nil // logged by the shadow tally
+		}
+		return engine.Bound{}, s, perr
+	}
+	switch {
+	case b.LetThrough:
+		f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.TableNames(), "reason", s.Unfenced, "statement", abbreviate(query, 200))
+		if f.observing {
+			f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.TableNames(), query)
+		}
+		return b, s, nil
+	case !b.Fenced:
+		if f.observing {
+			f.note(ctx, Event{Outcome: OutcomePass, Statement: query, Epoch: s.Epoch})
+		}
+		return b, s, nil
+	}
+	if f.observing {
+		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(b.D), Statement: query, Epoch: s.Epoch})
+	}
+	if f.shadowing() {
+		unchanged.D = b.D
+		return unchanged, s, nil
+	}
+	return b, s, nil
 }
 
 // checkRewriter refuses an argument that rewrites the SQL text (a pgx query rewriter,
@@ -152,15 +176,15 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 // refuses arguments whose meaning depends on rewriting the query text (named
 // arguments, pgx query rewriters): it returns the application's arguments, their
 // count, and the refusal that applies if the statement is fenced.
-func userArgs(d *engine.Decision, query string, epoch int64, args []driver.NamedValue) ([]driver.NamedValue, int, *engine.Error) {
+func userArgs(d *engine.Decision, query string, args []driver.NamedValue) ([]driver.NamedValue, int, *engine.Error) {
 	options := 0
 	for _, a := range args {
 		if a.Name != "" {
-			return args, len(args), d.RefuseArgs(rulecode.RewritingArgument, query, epoch, "named argument "+a.Name, "use positional $n parameters")
+			return args, len(args), d.RefuseArgs(rulecode.RewritingArgument, query, 0, "named argument "+a.Name, "use positional $n parameters")
 		}
 		switch a.Value.(type) {
 		case pgx.QueryRewriter:
-			return args, len(args), d.RefuseArgs(rulecode.RewritingArgument, query, epoch, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
+			return args, len(args), d.RefuseArgs(rulecode.RewritingArgument, query, 0, "a pgx query rewriter (such as pgx.NamedArgs)", "use positional $n parameters")
 		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
 			options++
 		}

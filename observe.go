@@ -134,7 +134,7 @@ func (f *enforcer) noteError(ctx context.Context, err error, query string, epoch
 }
 
 // noteCheck notes the check of a fenced write's result that began at start.
-func (f *enforcer) noteCheck(ctx context.Context, c *call, start time.Time, err error) {
+func (f *enforcer) noteCheck(ctx context.Context, c *engine.Bound, start time.Time, err error) {
 	var d time.Duration
 	if c.Checked {
 		d = time.Since(start)

@@ -13,17 +13,15 @@ import (
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
-// parameterReporter is what pgx's connection tells of the server's reported settings.
-// PostgreSQL reports both pinned settings (ParameterStatus) at connect and whenever they
-// change, by whatever route: SET, a function's SET clause, a role or database default.
-type parameterReporter interface{ ParameterStatus(key string) string }
-
-// reporterOf returns the reporter of an inner pgx connection, or nil for other drivers,
-// for which only what the allowlist refuses keeps the settings (and the registered
-// driver's startup message pins them).
-func reporterOf(ic driver.Conn) parameterReporter {
+// statusOf returns how an inner pgx connection tells the server's reported settings
+// (PgConn.ParameterStatus), or nil for other drivers, for which only what the
+// allowlist refuses keeps the settings (and the registered driver's startup message
+// pins them). PostgreSQL reports both pinned settings (ParameterStatus) at connect and
+// whenever they change, by whatever route: SET, a function's SET clause, a role or
+// database default.
+func statusOf(ic driver.Conn) func(string) string {
 	if c, ok := ic.(interface{ Conn() *pgx.Conn }); ok && c.Conn() != nil {
-		return c.Conn().PgConn()
+		return c.Conn().PgConn().ParameterStatus
 	}
 	return nil
 }
@@ -31,16 +29,16 @@ func reporterOf(ic driver.Conn) parameterReporter {
 // checkPinned reports a session whose server reads text differently from sqlfence: the
 // last line of defence behind the allowlist, checked before every statement at the cost
 // of two map lookups. A connection that fails it is not used again.
-func checkPinned(r parameterReporter) *Error {
-	if r == nil {
+func checkPinned(status func(string) string) *Error {
+	if status == nil {
 		return nil
 	}
 	why := ""
 	switch {
-	case r.ParameterStatus(engine.StandardStrings) != "on":
-		why = "standard_conforming_strings is " + r.ParameterStatus(engine.StandardStrings) + ": the server reads a backslash inside '…' as an escape"
-	case !strings.EqualFold(r.ParameterStatus("client_encoding"), "UTF8"):
-		why = "client_encoding is " + r.ParameterStatus("client_encoding") + ": in a multi-byte encoding a character's trailing byte can read as a backslash or a quote"
+	case status(engine.StandardStrings) != "on":
+		why = "standard_conforming_strings is " + status(engine.StandardStrings) + ": the server reads a backslash inside '…' as an escape"
+	case !strings.EqualFold(status("client_encoding"), "UTF8"):
+		why = "client_encoding is " + status("client_encoding") + ": in a multi-byte encoding a character's trailing byte can read as a backslash or a quote"
 	default:
 		return nil
 	}

@@ -41,7 +41,7 @@ func (s *stmt) NumInput() int {
 var errUnfencedPrepared = errors.New("sqlfence.Unfenced cannot run a prepared protected write: its text carries the fence; run it with ExecContext instead")
 
 func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error) {
-	if cn := s.conn.cn; cn != nil && cn.enforcer.Load() != s.enf {
+	if cn := s.conn.cn; cn != nil && cn.current() != s.enf {
 		// The catalog was read again since the statement was prepared: decide it again.
 		// The server holds the prepared text, so only the same decision can run.
 		d := s.conn.lookup(s.query)

@@ -1,0 +1,175 @@
+// One connector's sqlfence, shared by its fronts: the compiled policy, the catalog
+// snapshot and the enforcer made for it, swapped as a whole when the catalog is read
+// again. It implements internal/front's Fence, the seam every front calls (the
+// database/sql connector in this package, pgxfence).
+
+package sqlfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
+	"github.com/sqlfence/sqlfence/internal/front"
+)
+
+func init() { front.Open = openFence }
+
+// openFence is front.Open: the Fence for a *Policy and ConnectorOptions.
+func openFence(policy any, opts []any) (front.Fence, error) {
+	p, ok := policy.(*Policy)
+	if !ok || p == nil {
+		return nil, errors.New("sqlfence: nil policy; load one with sqlfence.LoadPolicy or sqlfence.ParsePolicy")
+	}
+	copts := make([]ConnectorOption, len(opts))
+	for i, o := range opts {
+		if copts[i], ok = o.(ConnectorOption); !ok {
+			return nil, fmt.Errorf("sqlfence: option %d is a %T, not a sqlfence.ConnectorOption", i+1, o)
+		}
+	}
+	return newFence(p, copts)
+}
+
+type fence struct {
+	cfg  connectorConfig
+	base *engine.Policy // the compiled policy, before resolve: catalog extends it
+	// enforcer is swapped as a whole when the catalog is read again: the new one
+	// comes with an empty decision cache, and each conn drops its memo when it sees
+	// the swap (conn.lookup), so no decision made under an old snapshot is reused.
+	enforcer atomic.Pointer[enforcer]
+
+	// resolveMu serialises the catalog reads of resolve: catalog; resolved records
+	// that the first succeeded, so a failure (the database not up yet) is retried.
+	resolveMu sync.Mutex
+	resolved  bool
+	// retired holds the counts of the caches the catalog reads replaced, so that
+	// CacheStatsOf's counters only grow.
+	retired CacheStats
+}
+
+var _ front.Fence = (*fence)(nil)
+
+// newFence checks the options and compiles the policy.
+func newFence(p *Policy, opts []ConnectorOption) (*fence, error) {
+	cfg := connectorConfig{logger: slog.Default(), cacheEntries: engine.DefaultCacheEntries, cacheBytes: engine.DefaultCacheBytes, shadowEvery: defaultShadowSummary}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("sqlfence: NewConnector: nil option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	fp, err := p.compile()
+	if err != nil {
+		return nil, err
+	}
+	if fp.Enforce == engine.EnforceShadow {
+		cfg.shadow = newShadowTally(cfg.shadowEvery)
+	}
+	f := &fence{cfg: cfg, base: fp}
+	f.enforcer.Store(newEnforcer(fp, cfg))
+	return f, nil
+}
+
+// current is the enforcer for the catalog as last read.
+func (f *fence) current() *enforcer { return f.enforcer.Load() }
+
+func (f *fence) Ready(ctx context.Context, q front.Querier) error {
+	if !f.base.ResolveCatalog {
+		return nil
+	}
+	f.resolveMu.Lock()
+	defer f.resolveMu.Unlock()
+	if f.resolved {
+		return nil
+	}
+	return f.reload(ctx, q)
+}
+
+// refresh reads the catalog again through q, after DDL through the driver, and
+// swaps in an enforcer for the new snapshot.
+func (f *fence) refresh(ctx context.Context, q front.Querier) error {
+	f.resolveMu.Lock()
+	defer f.resolveMu.Unlock()
+	return f.reload(ctx, q)
+}
+
+func (f *fence) reload(ctx context.Context, q front.Querier) error {
+	p, err := engine.Resolve(ctx, q, f.base)
+	if err != nil {
+		return err
+	}
+	e := newEnforcer(p, f.cfg)
+	if old := f.enforcer.Swap(e); old != nil {
+		st := old.eng.Stats()
+		f.retired.Hits += st.Hits
+		f.retired.Misses += st.Misses
+		f.retired.Evictions += st.Evictions
+	}
+	f.resolved = true
+	return nil
+}
+
+func (f *fence) Usable(ctx context.Context, status func(string) string, query string) error {
+	err := checkPinned(status)
+	if err == nil {
+		return nil
+	}
+	if e := f.current(); e.observing {
+		e.emit(ctx, Event{Outcome: OutcomeRefuse, Statement: query, Err: err}, false) // refused in shadow mode too
+	}
+	return err
+}
+
+func (f *fence) Bind(ctx context.Context, query string, args []any) (front.Call, error) {
+	e := f.current()
+	d := e.eng.Decide(query)
+	b, s, err := e.bindCall(ctx, d, query, len(args), nil)
+	if err != nil {
+		return front.Call{}, err
+	}
+	c := front.Call{Bound: b, Args: args, User: args}
+	if !b.Fenced {
+		return c, nil
+	}
+	c.Exact = exactAccounting(ctx)
+	extra := 1
+	if b.Claim != nil {
+		extra = 2
+	}
+	c.Args = make([]any, len(args), len(args)+extra)
+	copy(c.Args, args)
+	c.Args = append(c.Args, s.Epoch)
+	if b.Claim != nil {
+		c.Args = append(c.Args, b.Claim.Key())
+	}
+	return c, nil
+}
+
+func (f *fence) Check(ctx context.Context, q front.Querier, c *front.Call, affected int64) error {
+	return f.current().checkBound(ctx, q, &c.Bound, c.User, affected, c.Exact)
+}
+
+func (f *fence) ClaimError(ctx context.Context, q front.Querier, c *front.Call, err error) error {
+	return f.current().claimErrorBound(ctx, q, &c.Bound, err)
+}
+
+func (f *fence) Changed(ctx context.Context, q front.Querier, eff engine.CatalogEffect, pending *bool) error {
+	reread := eff&engine.CatalogDDL != 0 || *pending && eff&(engine.CatalogTxEnd|engine.CatalogTxUndo) != 0
+	*pending = eff&engine.CatalogDDL != 0 || *pending && eff&engine.CatalogTxEnd == 0
+	if !reread {
+		return nil
+	}
+	if err := f.refresh(ctx, q); err != nil {
+		*pending = true
+		return fmt.Errorf("sqlfence: the statement ran, but reading the catalog again after it failed (decisions use the previous snapshot until it succeeds): %w", err)
+	}
+	return nil
+}
+
+func (f *fence) Log() *slog.Logger { return f.cfg.logger }

@@ -1,0 +1,82 @@
+// Package front is the seam between sqlfence and the fronts that send statements to
+// PostgreSQL: the database/sql driver in the root package, and pgxfence.
+//
+// A front does two things and only those: it asks a Fence what to send, and it
+// sends it and reads the result. Everything that decides — the policy, the catalog
+// snapshot, the engine and its cache, what a context's epoch and claim mean, the
+// errors, the observer's events and shadow mode — is behind Fence, implemented once
+// in package sqlfence. A third front is a file that calls these methods in order:
+//
+//	f.Ready(ctx, q)                    // before the first statement: resolve: catalog
+//	err := f.Usable(ctx, status, sql)  // the session reads text as sqlfence parses it
+//	c, err := f.Bind(ctx, sql, args)   // what to send: c.Send with c.Args, or an error
+//	…send c.Send with c.Args…
+//	err = f.ClaimError(ctx, q, &c, err)      // when the server refused it
+//	err = f.Check(ctx, q, &c, rowsAffected)  // after it ran, when c.NeedsCheck
+//	err = f.Changed(ctx, q, c.D.Catalog())   // after it ran, when it changed the catalog
+//
+// A Fence is safe for concurrent use. The interface lives in an internal package so
+// that the root package's documentation shows none of it.
+package front
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
+)
+
+// Querier runs one query on the front's connection and returns every row (bigint as
+// int64, text as string, bool as bool): how the engine's checks and the catalog
+// reads reach the server.
+type Querier = engine.Querier
+
+// Fence is one connector's sqlfence.
+type Fence interface {
+	// Ready reads the catalog through q when the policy says resolve: catalog and
+	// it has not been read yet. No statement may be decided before it succeeds.
+	Ready(ctx context.Context, q Querier) error
+	// Usable checks, before each statement, that the session's reported settings
+	// (status: the server's ParameterStatus) still read text as sqlfence parses it.
+	// A connection that fails it must not be used again.
+	Usable(ctx context.Context, status func(string) string, query string) error
+	// Bind decides query and binds it to ctx's epoch and claim. args are the
+	// application's positional arguments ($1…$n), after any rewriting the front
+	// applied; options the front removed are not among them. The error is
+	// the *sqlfence.Error to return, with nothing sent.
+	Bind(ctx context.Context, query string, args []any) (Call, error)
+	// Check explains the result of a fenced statement that affected affected rows
+	// (only when c.NeedsCheck): nil, ErrFenced, ErrAlreadyWritten or the check's
+	// failure; a fence cancels the handler (sqlfence.OnFenced).
+	Check(ctx context.Context, q Querier, c *Call, affected int64) error
+	// ClaimError explains the server's refusal of a claim-checked statement: a
+	// superseded claim is ErrFenced; other errors pass unchanged.
+	ClaimError(ctx context.Context, q Querier, c *Call, err error) error
+	// Changed reads the catalog again after a statement that changed it
+	// (eff: c.D.Catalog(), or CatalogTxEnd when a transaction ends).
+	Changed(ctx context.Context, q Querier, eff engine.CatalogEffect, pending *bool) error
+	// Log is the connector's logger (sqlfence.WithLogger).
+	Log() *slog.Logger
+}
+
+// Call is one execution: what the engine bound, and the arguments to send.
+type Call struct {
+	engine.Bound
+	// Args are the arguments to send with Send: the application's, then, for a
+	// fenced statement, the epoch and (under a claim) the claim's key.
+	Args []any
+	// User are the application's arguments, for the checks' queries.
+	User []any
+	// Exact: the context asks for exact accounting (sqlfence.WithExactAccounting).
+	Exact bool
+}
+
+// NeedsCheck reports whether a statement that affected affected rows must be
+// explained by Check.
+func (c *Call) NeedsCheck(affected int64) bool { return c.Bound.NeedsCheck(affected, c.Exact) }
+
+// Open makes the Fence for a *sqlfence.Policy and sqlfence.ConnectorOptions (as
+// []any, so that this package needs nothing of the root's); package sqlfence sets it
+// at init. A front outside the root package imports sqlfence, so Open is set
+// before the front can call it.
+var Open func(policy any, opts []any) (Fence, error)
