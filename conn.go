@@ -12,11 +12,11 @@ import (
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
-// server — Exec, Query, Prepare — goes through lookup, so no code path writes a
+// server — Exec, Query, Prepare — goes through decision, so no code path writes a
 // protected table unfenced.
 type conn struct {
 	inner driver.Conn
-	enf   *enforcer   // the connector's, as of the last lookup
+	enf   *enforcer   // the connector's, as of the last decision
 	memo  engine.Memo // the last decisions this connection looked up (cache.go)
 	cn    *connector  // nil only for conns tests build by hand
 	// ddlPending: this connection ran DDL since the end of its last transaction, so
@@ -66,7 +66,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err := c.usable(ctx, query); err != nil {
 		return nil, err
 	}
-	d := c.lookup(query)
+	d := c.decision(query)
 	send := query
 	switch {
 	case c.enf.shadowing():
@@ -102,11 +102,10 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	return &stmt{inner: s, conn: c, enf: c.enf, d: d, query: query}, nil
 }
 
-// lookup is conn's way to a decision: its own memo, then the shared cache, then the
-// analysis. enforcer.decision is the same without the memo. When the connector has
-// swapped its enforcer (the catalog was read again), the memo of decisions made under
-// the old one is dropped.
-func (c *conn) lookup(query string) *engine.Decision {
+// decision is conn's way to a decision: engine.Lookup, with the connection's own memo
+// of its last decisions. When the connector has swapped its enforcer (the catalog was
+// read again), the memo of decisions made under the old one is dropped.
+func (c *conn) decision(query string) *engine.Decision {
 	if c.cn != nil {
 		if f := c.cn.current(); f != c.enf {
 			c.enf, c.memo = f, engine.Memo{}
@@ -247,7 +246,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		// database/sql then prepares the statement, and PrepareContext fences it.
 		return nil, driver.ErrSkip
 	}
-	d := c.lookup(query)
+	d := c.decision(query)
 	if d.Act() == engine.ActPass {
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
@@ -285,7 +284,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	d := c.lookup(query)
+	d := c.decision(query)
 	if d.Act() == engine.ActPass {
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})

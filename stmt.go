@@ -44,7 +44,7 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 	if cn := s.conn.cn; cn != nil && cn.current() != s.enf {
 		// The catalog was read again since the statement was prepared: decide it again.
 		// The server holds the prepared text, so only the same decision can run.
-		d := s.conn.lookup(s.query)
+		d := s.conn.decision(s.query)
 		if s.conn.enf.shadowing() {
 			d = engine.Pass // as PrepareContext: shadow mode sends the text unchanged
 		}

@@ -42,8 +42,8 @@ type Decision struct {
 	epochParam int    // the epoch is parameter $epochParam
 	refusal    *Error // for ActRefuse
 	tables     []*Table
-	classify   *Classifier // how to explain a 0-row result of the top-level write, or nil
-	claim      *ClaimTable // the statement writes a claim table's epoch or status column
+	zeroRows   *Classifier // how to explain a 0-row result of the top-level write, or nil
+	claimTable      *ClaimTable // the statement writes a claim table's epoch or status column
 	// checked: the rewrite checks the claim it was made for (a variant made by
 	// claimVariant); the claim's key is then parameter $epochParam+1.
 	checked bool
@@ -167,7 +167,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 				"fix the SQL syntax; sqlfence never sends a statement it cannot read")}, nil
 		}
 	}
-	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, claim: cc}
+	r := &rewriter{sql: sql, policy: policy, done: map[proto.Message]bool{}, check: cc}
 	if e := r.tokenize(scanned); e != nil {
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
@@ -185,7 +185,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 	claim := claimWrite(policy, tree)
 	if len(writes) == 0 {
 		if claim != nil {
-			return &Decision{act: ActClaim, claim: claim}, nil
+			return &Decision{act: ActClaim, claimTable: claim}, nil
 		}
 		d = &Decision{act: ActPass}
 		if policy.RereadsCatalog() {
@@ -234,7 +234,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
-	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, classify: r.top, checked: cc != nil}
+	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil}
 	if wantPlan && cc == nil {
 		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
 	}

@@ -169,14 +169,14 @@ func (c *cache) putShape(key string, p *shapePlan) {
 }
 
 func (c *cache) get(key string) (*Decision, bool) {
-	if e, ok := c.lookup(key); ok {
+	if e, ok := c.entry(key); ok {
 		return e.d, true
 	}
 	return nil, false
 }
 
-// lookup returns key's entry and counts the lookup.
-func (c *cache) lookup(key string) (*cacheEntry, bool) {
+// entry returns key's entry and counts the entry.
+func (c *cache) entry(key string) (*cacheEntry, bool) {
 	v, ok := c.m.Load(key)
 	if !ok {
 		c.counts[rand.Uint32()%cacheCounterStripes].misses.Add(1)
@@ -222,7 +222,7 @@ const (
 	memoMaxEntryBytes = 16 << 10
 )
 
-func (m *Memo) lookup(query string) *cacheEntry {
+func (m *Memo) find(query string) *cacheEntry {
 	for i, e := range m.entries {
 		if e != nil && m.queries[i] == query {
 			return e
@@ -250,7 +250,7 @@ func (m *Memo) remember(e *cacheEntry) {
 // exact but for its size-class rounding.
 func entrySize(key string, d *Decision) int {
 	n := cacheEntryOverhead + len(key) + len(key)/8 + 2*len(d.sql) + 8*cap(d.tables)
-	if cl := d.classify; cl != nil {
+	if cl := d.zeroRows; cl != nil {
 		n += cacheClassifierOverhead + 2*len(cl.query) + 8*cap(cl.args)
 		if cl.lazy {
 			// Built on first use (classifier.resolve): its query is the statement's

@@ -7,12 +7,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -78,53 +76,6 @@ func ParseQualifiedName(s string) (QualifiedName, error) {
 		return QualifiedName{Name: parts[0]}, nil
 	}
 	return QualifiedName{Schema: parts[0], Name: parts[1]}, nil
-}
-
-// claimAlias names the claim table inside the check, so that its columns can never
-// resolve to the outer statement's.
-const claimAlias = "sqlfence_claim"
-
-func (cc *ClaimCheck) tableSQL() string {
-	if cc.table.Schema == "" {
-		return sqlident.Quote(cc.table.Name)
-	}
-	return sqlident.Quote(cc.table.Schema) + "." + sqlident.Quote(cc.table.Name)
-}
-
-// checkText is the claim check: the epoch while the claim is current, else NULL.
-func (cc *ClaimCheck) checkText(epochParam, keyParam int32) string {
-	e := "$" + strconv.Itoa(int(epochParam)) + "::bigint"
-	return "(SELECT " + e + " FROM " + cc.tableSQL() + " " + claimAlias +
-		" WHERE " + claimAlias + "." + sqlident.Quote(cc.key) + " " + CatalogOperator("=") + " $" + strconv.Itoa(int(keyParam)) +
-		" AND " + claimAlias + "." + sqlident.Quote(cc.epochCo) + " " + CatalogOperator("=") + " " + e + " FOR KEY SHARE)"
-}
-
-// checkNode is checkText as the parser builds it.
-func (cc *ClaimCheck) checkNode(epochParam, keyParam int32) *pg.Node {
-	col := func(name string) *pg.Node {
-		return &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(claimAlias), pg.MakeStrNode(name)}}}}
-	}
-	eq := func(l, r *pg.Node) *pg.Node {
-		return &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{Kind: pg.A_Expr_Kind_AEXPR_OP,
-			Name: []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode("=")}, Lexpr: l, Rexpr: r}}}
-	}
-	sel := &pg.SelectStmt{
-		TargetList: []*pg.Node{{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Val: epochNode(epochParam)}}}},
-		FromClause: []*pg.Node{{Node: &pg.Node_RangeVar{RangeVar: &pg.RangeVar{
-			Schemaname: cc.table.Schema, Relname: cc.table.Name, Inh: true, Relpersistence: "p",
-			Alias: &pg.Alias{Aliasname: claimAlias},
-		}}}},
-		WhereClause: &pg.Node{Node: &pg.Node_BoolExpr{BoolExpr: &pg.BoolExpr{Boolop: pg.BoolExprType_AND_EXPR, Args: []*pg.Node{
-			eq(col(cc.key), &pg.Node{Node: &pg.Node_ParamRef{ParamRef: &pg.ParamRef{Number: keyParam}}}),
-			eq(col(cc.epochCo), epochNode(epochParam)),
-		}}}},
-		LockingClause: []*pg.Node{{Node: &pg.Node_LockingClause{LockingClause: &pg.LockingClause{
-			Strength: pg.LockClauseStrength_LCS_FORKEYSHARE, WaitPolicy: pg.LockWaitPolicy_LockWaitBlock,
-		}}}},
-		LimitOption: pg.LimitOption_LIMIT_OPTION_DEFAULT, Op: pg.SetOperation_SETOP_NONE,
-	}
-	return &pg.Node{Node: &pg.Node_SubLink{SubLink: &pg.SubLink{SubLinkType: pg.SubLinkType_EXPR_SUBLINK,
-		Subselect: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: sel}}}}}
 }
 
 // lookupText reads the claim row's epoch, for the message of a claim-checked write

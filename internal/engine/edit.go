@@ -5,14 +5,11 @@ package engine
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
-	"github.com/sqlfence/sqlfence/internal/sqlident"
-	"google.golang.org/protobuf/proto"
 )
 
 // token is a lexical token of the statement, comments removed.
@@ -29,20 +26,6 @@ type edit struct {
 	after   bool
 	replace bool
 	text    string
-}
-
-type rewriter struct {
-	sql    string
-	policy *Policy
-	toks   []token
-	depth  []int // nesting depth before each token: (), [] and CASE … END
-	pair   []int // index of the matching closer for an opener, else -1
-	param  int32
-	edits  []edit
-	done   map[proto.Message]bool // protected writes the rewrite fenced
-	tables []*Table
-	top    *Classifier
-	claim  *ClaimCheck // the claim the writes are checked against, or nil
 }
 
 func (r *rewriter) tokenize(scanned []pgtree.Token) *Error {
@@ -166,27 +149,6 @@ func applyEdits(sql string, toks []token, edits []edit) string {
 	}
 	b.WriteString(sql[pos:])
 	return b.String()
-}
-
-func (r *rewriter) epochText() string { return "$" + strconv.Itoa(int(r.param)) + "::bigint" }
-
-// stampText is the epoch value a write stamps on the rows it writes: the epoch, or
-// under a claim the claim check, which is NULL once the claim is superseded.
-func (r *rewriter) stampText() string {
-	if r.claim != nil {
-		return r.claim.checkText(r.param, r.param+1)
-	}
-	return r.epochText()
-}
-
-// fenceText is the predicate that keeps a write off rows it may not write: the row's
-// epoch is older than the stamp (NULL, so no row, under a superseded claim); under a
-// claim on a `stale: claim` table, only that the claim is current.
-func (r *rewriter) fenceText(t *Table, qual string) string {
-	if r.claim != nil && t.Stale == StaleClaim {
-		return r.stampText() + " IS NOT NULL"
-	}
-	return sqlident.Quote(qual) + "." + sqlident.Quote(t.EpochColumn) + " " + t.Mode.qualifiedOperator() + " " + r.stampText()
 }
 
 func (r *rewriter) text(from, to int) string { return r.sql[r.toks[from].start:r.toks[to-1].end] }

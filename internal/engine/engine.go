@@ -39,7 +39,7 @@ func (e *Engine) Decide(query string) *Decision {
 		return d
 	}
 	d, shaped := e.decide(query)
-	if !shaped || e.cache.admit(query) {
+	if !shaped || e.cache.worthKeeping(query) {
 		e.cache.put(query, d)
 	}
 	return d
@@ -50,16 +50,16 @@ func (e *Engine) Decide(query string) *Decision {
 // front drops it when it moves to a new one.
 func (e *Engine) Lookup(m *Memo, query string) *Decision {
 	ca := e.cache
-	if en := m.lookup(query); en != nil {
+	if en := m.find(query); en != nil {
 		ca.hit(en)
 		return en.d
 	}
-	if en, ok := ca.lookup(query); ok {
+	if en, ok := ca.entry(query); ok {
 		m.remember(en)
 		return en.d
 	}
 	d, shaped := e.decide(query)
-	if shaped && !ca.admit(query) {
+	if shaped && !ca.worthKeeping(query) {
 		return d
 	}
 	if en := ca.put(query, d); en != nil {
@@ -103,10 +103,10 @@ func (d *Decision) SQL() string             { return d.sql }
 func (d *Decision) EpochParam() int         { return d.epochParam }
 func (d *Decision) Refusal() *Error         { return d.refusal }
 func (d *Decision) Tables() []*Table        { return d.tables }
-func (d *Decision) ClaimTable() *ClaimTable { return d.claim }
+func (d *Decision) ClaimTable() *ClaimTable { return d.claimTable }
 func (d *Decision) Catalog() CatalogEffect  { return d.catalog }
 func (d *Decision) TableNames() string      { return d.table() }
-func (d *Decision) Classifier() *Classifier { return d.classify }
+func (d *Decision) Classifier() *Classifier { return d.zeroRows }
 
 // Session is what a statement's context says, as the front read it.
 type Session struct {
@@ -151,8 +151,8 @@ func (e *Engine) Bind(d *Decision, query string, s Session, nargs int) (Bound, *
 		if s.ClaimHelper {
 			return b, nil
 		}
-		return Bound{}, &Error{Kind: KindRefused, Code: rulecode.ClaimWrite, Table: d.claim.QualifiedName.String(), Epoch: s.Epoch, Statement: query,
-			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claim.StatusColumn) + " or " + sqlident.Quote(d.claim.EpochColumn) +
+		return Bound{}, &Error{Kind: KindRefused, Code: rulecode.ClaimWrite, Table: d.claimTable.QualifiedName.String(), Epoch: s.Epoch, Statement: query,
+			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claimTable.StatusColumn) + " or " + sqlident.Quote(d.claimTable.EpochColumn) +
 				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",
 			Fix: "claim, renew and complete jobs with the helpers in github.com/sqlfence/sqlfence/claim"}
 	case d.act == ActRefuse:

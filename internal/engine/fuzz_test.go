@@ -106,7 +106,7 @@ func checkDecisionUnder(p *Policy, sql string, d *Decision, cl *fuzzClaim) []str
 	case ActClaim:
 		// Sent unchanged (from the claim helpers only): the same promise as a pass.
 		problems := checkPass(p, sql)
-		if d.claim == nil {
+		if d.claimTable == nil {
 			problems = append(problems, "a claim decision without its claim table")
 		}
 		return problems
@@ -461,7 +461,7 @@ func checkRewrite(p *Policy, sql string, d *Decision, cl *fuzzClaim) []string {
 	if missing := missingTokens(sql, d.sql); missing != "" {
 		c.errorf("the output lost the input's token %q", missing)
 	}
-	if d.classify != nil && d.classify.query != "" {
+	if d.zeroRows != nil && d.zeroRows.query != "" {
 		c.checkClassifier(d)
 	}
 	return c.problems
@@ -657,7 +657,7 @@ func (c *fenceChecker) row(t *Table, what string, items []*pg.Node, k, ncols int
 // checkClassifier: the query that explains a 0-row result runs without the fence, so
 // it must be a single read-only SELECT using only the statement's own arguments.
 func (c *fenceChecker) checkClassifier(d *Decision) {
-	q := d.classify.query
+	q := d.zeroRows.query
 	tree, err := pg.Parse(q)
 	if err != nil {
 		c.errorf("the 0-row classification query does not parse: %v\n  %s", err, q)
@@ -679,8 +679,8 @@ func (c *fenceChecker) checkClassifier(d *Decision) {
 		return true
 	})
 	// The statement's arguments it uses, then the epoch.
-	if n := int(fuzzMaxParam(tree.ProtoReflect())); n > len(d.classify.args)+1 {
-		c.errorf("the 0-row classification query uses $%d but binds %d arguments and the epoch: %s", n, len(d.classify.args), q)
+	if n := int(fuzzMaxParam(tree.ProtoReflect())); n > len(d.zeroRows.args)+1 {
+		c.errorf("the 0-row classification query uses $%d but binds %d arguments and the epoch: %s", n, len(d.zeroRows.args), q)
 	}
 	// It is built from the statement's own text: every string constant in it is one
 	// the statement has.
@@ -690,7 +690,7 @@ func (c *fenceChecker) checkClassifier(d *Decision) {
 			c.errorf("the 0-row classification query has the string constant %q, which the statement does not: %s", k, q)
 		}
 	}
-	for _, a := range d.classify.args {
+	for _, a := range d.zeroRows.args {
 		if a < 0 || a >= d.epochParam-1 {
 			c.errorf("the 0-row classification query binds argument index %d of a statement with %d: %s", a, d.epochParam-1, q)
 		}
@@ -855,7 +855,7 @@ func TestFuzzCheckerCatches(t *testing.T) {
 		{"UPDATE inventory SET quantity = 1 WHERE note = 'x'",
 			&Decision{act: ActRewrite, epochParam: 1,
 				sql:      "UPDATE inventory SET quantity = 1, writer_epoch = $1::bigint WHERE (note = 'x') AND inventory.writer_epoch OPERATOR(pg_catalog.<) $1::bigint",
-				classify: &Classifier{query: "WITH d AS (DELETE FROM inventory RETURNING 1) SELECT max(writer_epoch)::bigint FROM inventory WHERE note = 'y'"}},
+				zeroRows: &Classifier{query: "WITH d AS (DELETE FROM inventory RETURNING 1) SELECT max(writer_epoch)::bigint FROM inventory WHERE note = 'y'"}},
 			"classification query writes"},
 	} {
 		problems := strings.Join(checkDecision(p, c.in, c.d), "\n")

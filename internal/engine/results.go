@@ -44,7 +44,7 @@ func (e *Engine) Check(ctx context.Context, q Querier, b *Bound, user []any, aff
 			return err
 		}
 	}
-	cl := b.D.classify
+	cl := b.D.zeroRows
 	if cl == nil || affected > 0 && !exact {
 		return nil
 	}
@@ -56,18 +56,18 @@ func (e *Engine) Check(ctx context.Context, q Querier, b *Bound, user []any, aff
 
 // NeedsCheck reports whether a fenced write that affected affected rows is checked.
 func (b *Bound) NeedsCheck(affected int64, exact bool) bool {
-	return b.Fenced && (affected == 0 || b.D.classify != nil && exact)
+	return b.Fenced && (affected == 0 || b.D.zeroRows != nil && exact)
 }
 
 // ChecksRows reports whether the rows of a fenced Query need watching: an empty
 // RETURNING result is a 0-row write, and a claim-checked write's error may be a fence.
 func (b *Bound) ChecksRows() bool {
-	return b.Fenced && (b.Claim != nil || b.D.classify != nil && b.D.classify.returning)
+	return b.Fenced && (b.Claim != nil || b.D.zeroRows != nil && b.D.zeroRows.returning)
 }
 
 // Returning reports whether an empty result of the statement's rows means it wrote
 // no row (it has a RETURNING list).
-func (b *Bound) Returning() bool { return b.D.classify != nil && b.D.classify.returning }
+func (b *Bound) Returning() bool { return b.D.zeroRows != nil && b.D.zeroRows.returning }
 
 // Superseded reads the claim row of a claim-checked write and returns a fence
 // (KindFenced) when it no longer holds the write's epoch; nil while the claim is
@@ -137,7 +137,7 @@ func (e *Engine) ClaimError(ctx context.Context, q Querier, b *Bound, err error)
 
 // explain runs the classification query of a fenced write.
 func (e *Engine) explain(ctx context.Context, q Querier, b *Bound, user []any, affected int64) error {
-	cl := b.D.classify
+	cl := b.D.zeroRows
 	t := cl.table
 	fenced := &Error{Kind: KindFenced, Code: rulecode.FencedRow, Table: t.QualifiedName.String(), Epoch: b.Epoch, Statement: b.Query,
 		Reason: "a newer claim has written the rows this statement matches",

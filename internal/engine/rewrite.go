@@ -10,6 +10,7 @@ import (
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
+	"google.golang.org/protobuf/proto"
 )
 
 func unexpected(t *Table, what string) *Error {
@@ -223,4 +224,18 @@ func (r *rewriter) fenceWhere(t *Table, qual string, where **pg.Node, from, hi, 
 	r.insertAfter(end-1, ") AND "+fence)
 	*where = andNode(*where, r.fenceNode(t, qual))
 	return end, nil
+}
+
+type rewriter struct {
+	sql    string
+	policy *Policy
+	toks   []token
+	depth  []int // nesting depth before each token: (), [] and CASE … END
+	pair   []int // index of the matching closer for an opener, else -1
+	param  int32
+	edits  []edit
+	done   map[proto.Message]bool // protected writes the rewrite fenced
+	tables []*Table
+	top    *Classifier
+	check  *ClaimCheck // the claim the writes are checked against, or nil
 }

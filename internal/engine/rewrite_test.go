@@ -51,7 +51,7 @@ func outcome(d *Decision) string {
 	case ActRefuse:
 		return "REFUSED: " + d.refusal.Error()
 	case ActClaim:
-		return "CLAIM HELPERS ONLY: " + d.claim.QualifiedName.String()
+		return "CLAIM HELPERS ONLY: " + d.claimTable.QualifiedName.String()
 	}
 	return d.sql
 }

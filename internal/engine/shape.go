@@ -116,7 +116,7 @@ func edgeClass(c byte) byte {
 // newShapePlan makes the plan for a text the analysis passed (edits nil) or rewrote
 // into d. tree is the text's tree, toks its tokens.
 func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, edits []edit) *shapePlan {
-	p := &shapePlan{act: d.act, epochParam: d.epochParam, tables: d.tables, classify: d.classify, edits: slices.Clone(edits)}
+	p := &shapePlan{act: d.act, epochParam: d.epochParam, tables: d.tables, classify: d.zeroRows, edits: slices.Clone(edits)}
 	if d.act == ActPass {
 		p.pass = d
 	} else {
@@ -161,7 +161,7 @@ func (p *shapePlan) derive(sql string, toks []token) *Decision {
 		}
 	}
 	return &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, p.edits), epochParam: p.epochParam,
-		tables: p.tables, classify: p.classify.forShape()}
+		tables: p.tables, zeroRows: p.classify.forShape()}
 }
 
 // size is what the plan holds on to beyond its key, for the cache's byte bound.

@@ -176,10 +176,10 @@ func outcomeOrNil(d *Decision) string {
 func sameDecision(t *testing.T, p *Policy, query string, got, want *Decision) bool {
 	t.Helper()
 	if got.act != want.act || got.sql != want.sql || got.epochParam != want.epochParam || got.catalog != want.catalog ||
-		got.claim != want.claim || got.checked != want.checked || !slices.Equal(got.tables, want.tables) {
+		got.claimTable != want.claimTable || got.checked != want.checked || !slices.Equal(got.tables, want.tables) {
 		return false
 	}
-	gc, wc := got.classify, want.classify
+	gc, wc := got.zeroRows, want.zeroRows
 	if (gc == nil) != (wc == nil) {
 		t.Logf("classifier %v, want %v", gc, wc)
 		return false
@@ -401,8 +401,8 @@ func TestClassifierMarkerInText(t *testing.T) {
 		if d.act != ActRewrite {
 			t.Fatalf("%s: %s", q, outcome(d))
 		}
-		if d.classify != nil {
-			t.Errorf("%s\nclassified by %q", q, d.classify.query)
+		if d.zeroRows != nil {
+			t.Errorf("%s\nclassified by %q", q, d.zeroRows.query)
 		}
 		checkShape(t, p, q, variant(q, "a"))
 	}

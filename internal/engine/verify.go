@@ -12,52 +12,6 @@ import (
 // The nodes the fence adds, built exactly as the parser builds them from the text the
 // rewrite inserts, so that verify can compare trees.
 
-func epochNode(param int32) *pg.Node {
-	return &pg.Node{Node: &pg.Node_TypeCast{TypeCast: &pg.TypeCast{
-		Arg: &pg.Node{Node: &pg.Node_ParamRef{ParamRef: &pg.ParamRef{Number: param}}},
-		TypeName: &pg.TypeName{
-			Names:   []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode("int8")},
-			Typemod: -1,
-		},
-	}}}
-}
-
-// stampNode is stampText as the parser builds it.
-func (r *rewriter) stampNode() *pg.Node {
-	if r.claim != nil {
-		return r.claim.checkNode(r.param, r.param+1)
-	}
-	return epochNode(r.param)
-}
-
-// fenceNode is fenceText as the parser builds it.
-func (r *rewriter) fenceNode(t *Table, qual string) *pg.Node {
-	if r.claim != nil && t.Stale == StaleClaim {
-		return &pg.Node{Node: &pg.Node_NullTest{NullTest: &pg.NullTest{Arg: r.stampNode(), Nulltesttype: pg.NullTestType_IS_NOT_NULL}}}
-	}
-	return &pg.Node{Node: &pg.Node_AExpr{AExpr: &pg.A_Expr{
-		Kind: pg.A_Expr_Kind_AEXPR_OP,
-		// OPERATOR(pg_catalog.<) parses to the qualified name ["pg_catalog", "<"].
-		Name:  []*pg.Node{pg.MakeStrNode("pg_catalog"), pg.MakeStrNode(t.Mode.Operator())},
-		Lexpr: &pg.Node{Node: &pg.Node_ColumnRef{ColumnRef: &pg.ColumnRef{Fields: []*pg.Node{pg.MakeStrNode(qual), pg.MakeStrNode(t.EpochColumn)}}}},
-		Rexpr: r.stampNode(),
-	}}}
-}
-
-func (r *rewriter) setTarget(t *Table) *pg.Node {
-	return &pg.Node{Node: &pg.Node_ResTarget{ResTarget: &pg.ResTarget{Name: t.EpochColumn, Val: r.stampNode()}}}
-}
-
-// andNode mirrors the grammar's makeAndExpr: `(p) AND f` flattens into p's argument
-// list when p is itself an AND.
-func andNode(p, f *pg.Node) *pg.Node {
-	if b := p.GetBoolExpr(); b != nil && b.Boolop == pg.BoolExprType_AND_EXPR {
-		b.Args = append(b.Args, f)
-		return p
-	}
-	return &pg.Node{Node: &pg.Node_BoolExpr{BoolExpr: &pg.BoolExpr{Boolop: pg.BoolExprType_AND_EXPR, Args: []*pg.Node{p, f}}}}
-}
-
 // verify parses the rewritten text and compares its tree with the tree the rewrite
 // meant to produce (the original, with the fence nodes added). Anything else — a
 // misplaced insertion, a clause the rewrite misread — is refused, never sent. The

@@ -62,9 +62,9 @@ func (c *Classifier) resolve(policy *Policy, query, sent string) *Classifier {
 	}
 	c.once.Do(func() {
 		d := Analyze(policy, query)
-		if d.act == ActRewrite && d.sql == sent && d.classify != nil && d.classify.table == c.table &&
-			!d.classify.conflictOnly && d.classify.returning == c.returning {
-			c.built = d.classify
+		if d.act == ActRewrite && d.sql == sent && d.zeroRows != nil && d.zeroRows.table == c.table &&
+			!d.zeroRows.conflictOnly && d.zeroRows.returning == c.returning {
+			c.built = d.zeroRows
 		}
 	})
 	return c.built

@@ -1,4 +1,4 @@
-// What the cache admits and remembers beyond its entries: the ghost of the entries
+// What the cache keeps and remembers beyond its entries: the ghost of the entries
 // probation dropped, and the doorkeeper that keeps texts decided by shape out until
 // they are seen twice.
 
@@ -60,7 +60,7 @@ func (g *ghost) has(h uint64) bool {
 	return false
 }
 
-// doorkeeper admits a text decided by shape into the cache on its second sighting
+// doorkeeper lets a text decided by shape into the cache on its second sighting
 // only. Texts with inlined values are mostly sent once: caching each would cost a
 // store, an eviction and a copy of the text per statement, and push the statements
 // that do recur through probation faster. One bit per hash, cleared wholesale after
@@ -72,8 +72,8 @@ type doorkeeper struct {
 	reset int64
 }
 
-// admit records text and reports whether it was recorded before.
-func (c *cache) admit(text string) bool {
+// worthKeeping records text and reports whether it was recorded before.
+func (c *cache) worthKeeping(text string) bool {
 	k := &c.door
 	if len(k.bits) == 0 {
 		return true
