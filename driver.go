@@ -223,6 +223,13 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 			continue
 		}
 		key := strings.TrimSpace(dsn[i : i+eq])
+		if strings.ContainsAny(key, "/:?&@") {
+			// A URL with a typo (postgres//host, postgres:/host) would otherwise read as
+			// one odd keyword, and the policy parameter inside it would go unseen. The
+			// text is not quoted back: it may hold a password.
+			return "", "", errors.New("sqlfence: bad DSN: it is neither a postgres:// URL nor keyword=value pairs; " +
+				"write postgres://user:password@host/db?" + PolicyParam + "=PATH or host=HOST dbname=DB " + PolicyParam + "=PATH")
+		}
 		i += eq + 1
 		for i < len(dsn) && dsn[i] == ' ' {
 			i++

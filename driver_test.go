@@ -516,6 +516,8 @@ func TestOpenErrors(t *testing.T) {
 		{"postgres://localhost/x?sqlfence_policy=testdata/missing.yaml", "testdata/missing.yaml"},
 		{"postgres://localhost/x?sqlfence_policy=testdata/policy/unknown_key.yaml", "line 7"},
 		{"host=localhost sqlfence_policy=testdata/policy/duplicate_table.yaml", "duplicate"},
+		{"postgres//broken:url&sqlfence_policy=testdata/sqlfence.yaml", "bad DSN: it is neither a postgres:// URL"},
+		{"postgres:/localhost/x?sqlfence_policy=testdata/sqlfence.yaml", "bad DSN"},
 	} {
 		db, err := sql.Open("sqlfence", c.dsn)
 		if err == nil {
