@@ -128,7 +128,10 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 		Fix: "stop the handler and do not retry with this epoch: either this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
 			"release the job so it runs again under a newer epoch, and run handlers under the claim (sqlfence.WithClaim) to tell the two apart"}
 	if c.claim != nil {
-		fenced.Fix = "the row is fenced for this epoch, though this execution's claim is still current: release the job so it runs again under a newer claim, or declare the table `stale: claim`"
+		// A claim-checked write writes nothing once the claim is superseded, and check
+		// asked superseded first when nothing was written: the claim is current.
+		fenced.Fix = "this execution's claim is still current, so the newer epoch is another job's (global epochs): " +
+			"release the job so it runs again under a newer claim, or declare the table `stale: claim`"
 	}
 	if cl.conflictOnly {
 		// The conflicting rows cannot be read back (see classifier.conflictOnly), so
@@ -186,10 +189,6 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 	switch {
 	case stored > c.epoch:
 		fenced.StoredEpoch, fenced.HasStored = stored, true
-		if c.claim != nil {
-			// superseded found the claim current: the newer epoch is another job's.
-			fenced.Reason = fmt.Sprintf("a newer claim wrote this row (epoch %d, another job's); this execution's claim is still current", stored)
-		}
 		return fenced
 	case stored == c.epoch && t.Mode == ModeStrict:
 		return &Error{Kind: ErrAlreadyWritten, Code: rulecode.AlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
