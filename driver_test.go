@@ -417,7 +417,7 @@ func TestArguments(t *testing.T) {
 	}
 	// A non-positive epoch is not an epoch.
 	_, err = f.fenced.ExecContext(sqlfence.WithEpoch(context.Background(), 0), `UPDATE inventory SET quantity = 1 WHERE sku = $1`, "a")
-	if !errors.Is(err, sqlfence.ErrUnfenced) || !strings.Contains(err.Error(), "not positive") {
+	if !errors.Is(err, sqlfence.ErrUnfenced) || !strings.Contains(err.Error(), "epoch 0: the context's epoch is not positive") {
 		t.Fatalf("epoch 0: err = %v, want ErrUnfenced about the epoch", err)
 	}
 }

@@ -82,7 +82,7 @@ func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where 
 			Fix:    "run it under the handler's context: sqlfence.WithEpoch(ctx, claim.Epoch), or claim.Lease.Context()"}
 		if v, bad := ctx.Value(epochKey{}).(invalidEpoch); bad {
 			e.Code = rulecode.BadEpoch
-			e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
+			e.Epoch, e.Reason = int64(v), "the context's epoch is not positive"
 			e.Fix = "pass the epoch the claim returned; epochs start at 1"
 		}
 		return e

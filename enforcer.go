@@ -204,7 +204,7 @@ func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) erro
 		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
 	if v, ok := ctx.Value(epochKey{}).(invalidEpoch); ok {
 		e.Code = rulecode.BadEpoch
-		e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
+		e.Epoch, e.Reason = int64(v), "the context's epoch is not positive"
 		e.Fix = "pass the epoch the claim returned; epochs start at 1"
 	} else if _, ok := unfencedReason(ctx); ok {
 		e.Code = rulecode.UnfencedDenied

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // The sentinels classify every error sqlfence itself produces; match them with
@@ -29,7 +31,7 @@ type Error struct {
 	Kind        error  // ErrFenced, ErrUnfenced, ErrRefused or ErrAlreadyWritten
 	Code        string // the rule, stable across releases ("SF301": TRUNCATE of a protected table); the README lists every code
 	Table       string // the protected table, as the policy names it ("" when not about one table)
-	Epoch       int64  // this execution's epoch (0 when the context had none)
+	Epoch       int64  // this execution's epoch (0 when the context had none; for SF202 the bad value given)
 	StoredEpoch int64  // the epoch found on the row, valid when HasStored
 	HasStored   bool
 	Statement   string // the statement as the application wrote it
@@ -49,7 +51,7 @@ func (e *Error) Error() string {
 	if e.Table != "" {
 		fmt.Fprintf(&b, ": table %s", e.Table)
 	}
-	if e.Epoch != 0 {
+	if e.Epoch != 0 || e.Code == rulecode.BadEpoch {
 		fmt.Fprintf(&b, ", epoch %d", e.Epoch)
 	} else if e.Kind == ErrUnfenced {
 		b.WriteString(", no epoch")
