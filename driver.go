@@ -190,6 +190,10 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // url.Error quotes the whole URL, password and all
+			}
 			return "", "", fmt.Errorf("sqlfence: bad DSN: %w", err)
 		}
 		q := u.Query()

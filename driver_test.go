@@ -518,6 +518,7 @@ func TestOpenErrors(t *testing.T) {
 		{"host=localhost sqlfence_policy=testdata/policy/duplicate_table.yaml", "duplicate"},
 		{"postgres//broken:url&sqlfence_policy=testdata/sqlfence.yaml", "bad DSN: it is neither a postgres:// URL"},
 		{"postgres:/localhost/x?sqlfence_policy=testdata/sqlfence.yaml", "bad DSN"},
+		{"postgres://u:secret@localhost:port/x?sqlfence_policy=testdata/sqlfence.yaml", `bad DSN: invalid port ":port"`},
 	} {
 		db, err := sql.Open("sqlfence", c.dsn)
 		if err == nil {
@@ -525,7 +526,7 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("%s: sql.Open succeeded", c.dsn)
 			continue
 		}
-		if !strings.Contains(err.Error(), c.want) {
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: %v, want it to mention %q", c.dsn, err, c.want)
 		}
 	}
