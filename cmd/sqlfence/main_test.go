@@ -45,6 +45,15 @@ func TestUsage(t *testing.T) {
 	clitest.WantContains(t, "stdout", out, "go run ./cmd/sqlfence demo",
 		"  version print the versions of sqlfence, pg_query_go and its PostgreSQL parser\n")
 
+	want, _, _ := cli(t, "version")
+	for _, flag := range []string{"--version", "-version"} {
+		out, errOut, code = cli(t, flag)
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		if out != want || !strings.HasPrefix(out, "sqlfence ") {
+			t.Errorf("sqlfence %s printed %q, want what sqlfence version prints, %q", flag, out, want)
+		}
+	}
+
 	for _, cmd := range []string{"demo", "check", "guard", "audit", "version"} {
 		out, errOut, code := cli(t, cmd, "--help")
 		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
