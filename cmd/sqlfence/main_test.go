@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,30 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var update = flag.Bool("update", false, "rewrite the golden outputs in testdata (which the README shows) with what the commands print")
+
+// demoVaries matches what differs between two runs of the demo: the server's
+// version and the timings.
+var demoVaries = regexp.MustCompile(`PostgreSQL \d+(\.\d+)?|\d+\.\ds`)
+
+// wantGolden compares a command's output with the golden file the README shows,
+// except for what varies matches; -update rewrites the file with this run's output.
+func wantGolden(t *testing.T, file, got string, varies *regexp.Regexp) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if varies.ReplaceAllString(got, "…") != varies.ReplaceAllString(string(want), "…") {
+		t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", got, file, want)
+	}
+}
 
 // cli runs the program with args, as main would, and returns its output and exit
 // code.
@@ -162,6 +187,7 @@ func TestBinary(t *testing.T) {
 			"final count                           7                              5",
 			"LOST UPDATE (+2 widgets)",
 			"sqlfence prevented the lost update.")
+		wantGolden(t, "testdata/demo.txt", out, demoVaries)
 	})
 	t.Run("check", func(t *testing.T) {
 		out, errOut, code := runBinary(t, bin, nil, "check", "--policy", checkPolicy, "testdata/sql", "testdata/go")
