@@ -115,7 +115,7 @@ func fence(ctx context.Context, out io.Writer, db *sql.DB, jobs *claim.Jobs) err
 
 	_, err = db.ExecContext(a.Context(), ship, sku, qty)
 	if !errors.Is(err, sqlfence.ErrFenced) {
-		return fmt.Errorf("A's late write: %v, want sqlfence.ErrFenced", err)
+		return fmt.Errorf("the late write of worker A: %v, want sqlfence.ErrFenced", err)
 	}
 	fmt.Fprintf(out, "A wakes and writes: %v\n", err)
 
