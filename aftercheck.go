@@ -57,7 +57,7 @@ func (f *enforcer) superseded(ctx context.Context, q driver.Conn, c *call) error
 	}
 	defer rows.Close()
 	e := &Error{Kind: ErrFenced, Code: rulecode.FencedClaim, Table: c.d.table(), Epoch: c.epoch, Statement: c.query,
-		Fix: "this execution is superseded: stop the handler and do not retry with this epoch; the newer claim finishes the job"}
+		Fix: "stop the handler and do not retry with this epoch; the newer claim finishes the job"}
 	dest := make([]driver.Value, 1)
 	switch err := rows.Next(dest); {
 	case errors.Is(err, io.EOF):
@@ -193,7 +193,7 @@ func (f *enforcer) classify(ctx context.Context, q driver.Conn, c *call, affecte
 	case stored == c.epoch && t.Mode == ModeStrict:
 		return &Error{Kind: ErrAlreadyWritten, Code: rulecode.AlreadyWritten, Table: t.QualifiedName.String(), Epoch: c.epoch, Statement: c.query,
 			StoredEpoch: stored, HasStored: true,
-			Reason: "already written by this epoch: this execution wrote the row before, and strict mode allows one write per row per epoch",
+			Reason: "this execution wrote the row before, and strict mode allows one write per row per epoch",
 			Fix:    "use mode: repeatable for this table if this handler writes a row more than once"}
 	}
 	return nil

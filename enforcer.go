@@ -201,7 +201,7 @@ func (f *enforcer) checkRewriter(nv *driver.NamedValue) error {
 func (f *enforcer) unfenced(ctx context.Context, d *decision, query string) error {
 	e := &Error{Kind: ErrUnfenced, Code: rulecode.NoEpoch, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",
-		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
+		Fix:    "run it under the job's claim: lease.Context() from the claim helpers, or sqlfence.WithEpoch(ctx, epoch) with the epoch the claim returned"}
 	if v, ok := ctx.Value(epochKey{}).(invalidEpoch); ok {
 		e.Code = rulecode.BadEpoch
 		e.Epoch, e.Reason = int64(v), "the context's epoch is not positive"
