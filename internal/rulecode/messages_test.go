@@ -34,13 +34,8 @@ var update = flag.Bool("update", false, "rewrite testdata/messages.txt with the 
 // them, so a gap is visible rather than silent.
 var notRendered = map[string]string{
 	rulecode.UnknownShape:       "no statement the parser accepts reaches it today: a guard for shapes added to PostgreSQL's grammar",
-	rulecode.NoEpochColumn:      "needs a view or child table without the epoch column under resolve: catalog",
 	rulecode.PreparedChanged:    "needs the catalog to change between Prepare and Exec",
 	rulecode.SessionSettings:    "needs a role or database default that changes how the server reads text",
-	rulecode.GuardMarker:        "needs a statement that carries the guard's comment",
-	rulecode.CascadingKey:       "needs resolve: catalog and a foreign key that cascades into a protected table",
-	rulecode.Trigger:            "needs resolve: catalog and a trigger on a protected table",
-	rulecode.Rule:               "needs resolve: catalog and a rule on a protected table",
 	rulecode.UnreadableRoutine:  "needs resolve: catalog and a routine in a language sqlfence cannot read",
 	rulecode.CheckUnfencedWrite: "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
 	rulecode.CheckOpaque:        "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
@@ -92,6 +87,7 @@ var planned = []struct{ situation, policy, query string }{
 	{"a DO block with dynamic SQL", "", `DO $$ BEGIN EXECUTE 'UPDATE inventory SET quantity = 0'; END $$`},
 	{"a DO block that writes a protected table", "", `DO $$ BEGIN UPDATE inventory SET quantity = 0; END $$`},
 	{"a statement that writes the claim table and a protected one", "", `WITH j AS (UPDATE jobs SET lease_epoch = 9 RETURNING id) UPDATE inventory SET quantity = 0`},
+	{"the text carries the guard's marker", "", `/*sqlfence fenced: inventory*/ UPDATE inventory SET quantity = 0`},
 }
 
 type message struct{ code, situation, text string }
@@ -271,6 +267,24 @@ func ran(t *testing.T, add func(string, error)) []message {
 	add("WithClaim with a table name that does not parse", exec(db, sqlfence.WithClaim(ctx, sqlfence.Claim{Table: `"jobs`, Key: 1, Epoch: 8}), ship))
 	add("a named argument", exec(db, sqlfence.WithEpoch(ctx, 8), `UPDATE inventory SET quantity = $1 WHERE sku = 'a'`, sql.Named("q", 1)))
 	add("fewer arguments than parameters", exec(db, sqlfence.WithEpoch(ctx, 8), `UPDATE inventory SET quantity = $1 WHERE sku = $2`, 1))
+
+	// What the catalog shows, under resolve: catalog.
+	if _, err := raw.ExecContext(ctx, `
+		CREATE VIEW stock_plain AS SELECT sku, quantity FROM inventory;
+		CREATE TABLE parent (id int PRIMARY KEY);
+		CREATE TABLE reservations (id int, parent_id int REFERENCES parent ON DELETE CASCADE, writer_epoch bigint NOT NULL DEFAULT 0);
+		CREATE TABLE audit (sku text, writer_epoch bigint NOT NULL DEFAULT 0);
+		CREATE FUNCTION reset_epoch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := 0; RETURN NEW; END $$;
+		CREATE TRIGGER reset_epoch BEFORE UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION reset_epoch();
+		CREATE TABLE notes (sku text);
+		CREATE RULE zero AS ON INSERT TO notes DO ALSO UPDATE inventory SET quantity = 0`); err != nil {
+		t.Fatal(err)
+	}
+	catalog := open("version: 1\nresolve: catalog\ntables: [inventory, reservations, audit]\n")
+	add("a view of a protected table without the epoch column", exec(catalog, sqlfence.WithEpoch(ctx, 8), `UPDATE stock_plain SET quantity = 0 WHERE sku = 'a'`))
+	add("a DELETE that cascades into a protected table", exec(catalog, sqlfence.WithEpoch(ctx, 8), `DELETE FROM parent WHERE id = 1`))
+	add("a BEFORE trigger that sets the epoch column", exec(catalog, sqlfence.WithEpoch(ctx, 8), `UPDATE audit SET sku = 'x'`))
+	add("a rule that writes a protected table", exec(catalog, sqlfence.WithEpoch(ctx, 8), `INSERT INTO notes (sku) VALUES ('x')`))
 	return logged
 }
 
