@@ -513,7 +513,7 @@ func TestOpenErrors(t *testing.T) {
 	t.Setenv(sqlfence.PolicyEnv, "")
 	for _, c := range []struct{ dsn, want string }{
 		{"postgres://localhost/x", "no policy"},
-		{"postgres://localhost/x?sqlfence_policy=testdata/missing.yaml", "testdata/missing.yaml"},
+		{"postgres://localhost/x?sqlfence_policy=testdata/missing.yaml", "testdata/missing.yaml: cannot read policy file relative to the working directory /"},
 		{"postgres://localhost/x?sqlfence_policy=testdata/policy/unknown_key.yaml", "line 7"},
 		{"host=localhost sqlfence_policy=testdata/policy/duplicate_table.yaml", "duplicate"},
 		{"postgres//broken:url&sqlfence_policy=testdata/sqlfence.yaml", "bad DSN: it is neither a postgres:// URL"},
