@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlfence/sqlfence"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's file and output blocks from the files they show")
@@ -45,6 +47,8 @@ type block struct {
 //	<!-- readme: go given DECLS; module DIR -->
 //	                                a Go block: DECLS (var name type; …) are declared for it,
 //	                                DIR is the module whose packages it imports (default: the root)
+//	<!-- readme: policy [part] -->  a policy file sqlfence.ParsePolicy accepts; part: keys to add
+//	                                to one (version and tables are added)
 //	<!-- readme: sample REASON -->  shown, not checked, and the reason why
 var markerRE = regexp.MustCompile(`^<!-- readme: (.*?) -->$`)
 
@@ -118,6 +122,14 @@ func TestBlocks(t *testing.T) {
 			}
 			if !containsLines(string(data), b.text) {
 				t.Errorf("README.md:%d: the block's lines are not lines of %s, in a row:\n%s", b.line, arg, b.text)
+			}
+		case "policy":
+			text := b.text
+			if arg == "part" {
+				text = "version: 1\ntables: [inventory]\n" + text
+			}
+			if _, err := sqlfence.ParsePolicy([]byte(text), fmt.Sprintf("README.md:%d", b.line)); err != nil {
+				t.Errorf("README.md:%d: %v", b.line, err)
 			}
 		case "sample", "go", "":
 			if b.lang == "" && kind != "sample" {
