@@ -40,6 +40,9 @@ func wantGolden(t *testing.T, file, got string, varies *regexp.Regexp) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if varies == nil {
+		varies = regexp.MustCompile(`$^`) // nothing varies
+	}
 	if varies.ReplaceAllString(got, "…") != varies.ReplaceAllString(string(want), "…") {
 		t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", got, file, want)
 	}
@@ -94,6 +97,17 @@ func TestUsage(t *testing.T) {
 		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 		clitest.WantContains(t, cmd+" with a bad flag", errOut, "no-such-flag", "--help")
 	}
+}
+
+// TestReadmeCheck runs the README's sqlfence check example on the files in
+// testdata/readme and keeps what it prints, command line first, in
+// testdata/readme/check.txt, which the README shows.
+func TestReadmeCheck(t *testing.T) {
+	t.Chdir("testdata/readme")
+	args := []string{"check", "--policy", "sqlfence.yaml", "migrations", "scripts"}
+	out, errOut, code := cli(t, args...)
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	wantGolden(t, "check.txt", "$ sqlfence "+strings.Join(args, " ")+"\n"+out+errOut, nil)
 }
 
 // TestNoTestingInBinary keeps package testing out of the shipped command: linked in,
