@@ -22,7 +22,7 @@
 // of its job handlers:
 //
 //	db, err := sql.Open("sqlfence", "postgres://app@db/app?sqlfence_policy=sqlfence.yaml")
-//	ctx = sqlfence.WithEpoch(ctx, claim.Epoch)
+//	ctx = sqlfence.WithEpoch(ctx, lease.Epoch) // the job's claim; lease.Context() carries it already
 //	_, err = db.ExecContext(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE sku = $1`, sku, n)
 //
 // PostgreSQL receives the application's own text with the fence inserted, the epoch

@@ -192,6 +192,10 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // url.Error quotes the whole URL, password and all
+			}
 			return "", "", fmt.Errorf("sqlfence: bad DSN: %w", err)
 		}
 		q := u.Query()
@@ -225,6 +229,13 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 			continue
 		}
 		key := strings.TrimSpace(dsn[i : i+eq])
+		if strings.ContainsAny(key, "/:?&@") {
+			// A URL with a typo (postgres//host, postgres:/host) would otherwise read as
+			// one odd keyword, and the policy parameter inside it would go unseen. The
+			// text is not quoted back: it may hold a password.
+			return "", "", errors.New("sqlfence: bad DSN: it is neither a postgres:// URL nor keyword=value pairs; " +
+				"write postgres://user:password@host/db?" + PolicyParam + "=PATH or host=HOST dbname=DB " + PolicyParam + "=PATH")
+		}
 		i += eq + 1
 		for i < len(dsn) && dsn[i] == ' ' {
 			i++

@@ -417,7 +417,7 @@ func TestArguments(t *testing.T) {
 	}
 	// A non-positive epoch is not an epoch.
 	_, err = f.fenced.ExecContext(sqlfence.WithEpoch(context.Background(), 0), `UPDATE inventory SET quantity = 1 WHERE sku = $1`, "a")
-	if !errors.Is(err, sqlfence.ErrUnfenced) || !strings.Contains(err.Error(), "not positive") {
+	if !errors.Is(err, sqlfence.ErrUnfenced) || !strings.Contains(err.Error(), "epoch 0: the context's epoch is not positive") {
 		t.Fatalf("epoch 0: err = %v, want ErrUnfenced about the epoch", err)
 	}
 }
@@ -513,9 +513,12 @@ func TestOpenErrors(t *testing.T) {
 	t.Setenv(sqlfence.PolicyEnv, "")
 	for _, c := range []struct{ dsn, want string }{
 		{"postgres://localhost/x", "no policy"},
-		{"postgres://localhost/x?sqlfence_policy=testdata/missing.yaml", "testdata/missing.yaml"},
+		{"postgres://localhost/x?sqlfence_policy=testdata/missing.yaml", "testdata/missing.yaml: cannot read policy file relative to the working directory /"},
 		{"postgres://localhost/x?sqlfence_policy=testdata/policy/unknown_key.yaml", "line 7"},
 		{"host=localhost sqlfence_policy=testdata/policy/duplicate_table.yaml", "duplicate"},
+		{"postgres//broken:url&sqlfence_policy=testdata/sqlfence.yaml", "bad DSN: it is neither a postgres:// URL"},
+		{"postgres:/localhost/x?sqlfence_policy=testdata/sqlfence.yaml", "bad DSN"},
+		{"postgres://u:secret@localhost:port/x?sqlfence_policy=testdata/sqlfence.yaml", `bad DSN: invalid port ":port"`},
 	} {
 		db, err := sql.Open("sqlfence", c.dsn)
 		if err == nil {
@@ -523,7 +526,7 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("%s: sql.Open succeeded", c.dsn)
 			continue
 		}
-		if !strings.Contains(err.Error(), c.want) {
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: %v, want it to mention %q", c.dsn, err, c.want)
 		}
 	}

@@ -79,10 +79,10 @@ func CheckSuperseded(ctx context.Context, q RowQuerier, p *Policy, table, where 
 	if !ok {
 		e := &Error{Kind: ErrUnfenced, Code: rulecode.NoEpoch, Table: ref.String(),
 			Reason: "the early check compares the rows' epochs with the claim's, and the context has no epoch",
-			Fix:    "run it under the handler's context: sqlfence.WithEpoch(ctx, claim.Epoch), or claim.Lease.Context()"}
+			Fix:    "run it under the handler's context: lease.Context() from the claim helpers, or sqlfence.WithEpoch(ctx, epoch) with the epoch the claim returned"}
 		if v, bad := ctx.Value(epochKey{}).(invalidEpoch); bad {
 			e.Code = rulecode.BadEpoch
-			e.Reason = fmt.Sprintf("the context's epoch %d is not positive", int64(v))
+			e.Epoch, e.Reason = int64(v), "the context's epoch is not positive"
 			e.Fix = "pass the epoch the claim returned; epochs start at 1"
 		}
 		return e

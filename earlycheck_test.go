@@ -160,7 +160,8 @@ func TestEarlyCheckWithoutEpoch(t *testing.T) {
 		t.Fatalf("no epoch: err = %v, want ErrUnfenced saying how to give one", err)
 	}
 	err = sqlfence.CheckSuperseded(sqlfence.WithEpoch(context.Background(), -3), raw, pol, "inventory", "")
-	if !errors.Is(err, sqlfence.ErrUnfenced) || !strings.Contains(err.Error(), "-3 is not positive") {
+	var fe *sqlfence.Error
+	if !errors.As(err, &fe) || !errors.Is(err, sqlfence.ErrUnfenced) || fe.Epoch != -3 || !strings.Contains(err.Error(), "epoch -3: the context's epoch is not positive") {
 		t.Fatalf("epoch -3: err = %v, want ErrUnfenced about the epoch", err)
 	}
 }

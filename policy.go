@@ -3,7 +3,9 @@ package sqlfence
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -285,7 +287,11 @@ func LoadPolicy(path string) (*Policy, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlfence: policy %s: cannot read policy file (%s): %w", path, how, err)
+		where := "" // a relative path is read from wherever the process was started
+		if wd, werr := os.Getwd(); werr == nil && !filepath.IsAbs(path) && errors.Is(err, fs.ErrNotExist) {
+			where = " relative to the working directory " + wd
+		}
+		return nil, fmt.Errorf("sqlfence: policy %s: cannot read policy file%s (%s): %w", path, where, how, err)
 	}
 	return ParsePolicy(data, path)
 }

@@ -26,6 +26,36 @@ func (p *policyParser) errorf(line int, format string, args ...any) error {
 	return fmt.Errorf("sqlfence: policy %s line %d: %s", p.source, line, fmt.Sprintf(format, args...))
 }
 
+// yamlError puts a YAML syntax error in the policy's own form, "policy P line N: …".
+// go.yaml.in/yaml/v3 counts the lines of its parser's errors from 0 (its scanner's
+// from 1, and those are left as they are), so a parser error is moved one line on.
+func (p *policyParser) yamlError(err error) error {
+	msg, ok := strings.CutPrefix(err.Error(), "yaml: ")
+	if !ok {
+		return fmt.Errorf("sqlfence: policy %s: %w", p.source, err)
+	}
+	line := 0
+	if n, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
+		if v, err := strconv.Atoi(n); err == nil {
+			line, msg = v, rest
+		}
+	}
+	if slices.Contains(yamlParserProblems, msg) {
+		line++ // yaml.v3 omits "line 0", the first line, so this is 1 then
+	}
+	if line == 0 {
+		return fmt.Errorf("sqlfence: policy %s: YAML syntax: %s", p.source, msg)
+	}
+	return p.errorf(line, "YAML syntax: %s", msg)
+}
+
+// yamlParserProblems are the messages of yaml.v3's parser errors (parserc.go).
+var yamlParserProblems = []string{
+	"did not find expected <stream-start>", "did not find expected <document start>", "did not find expected node content",
+	"did not find expected '-' indicator", "did not find expected key", "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"found duplicate %YAML directive", "found incompatible YAML document", "found duplicate %TAG directive", "found undefined tag handle",
+}
+
 var (
 	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "stale", "tables", "unfenced", "enforce", "functions", "safe_functions", "claims", "resolve", "ddl"}
 	policyTableKeys    = []string{"name", "epoch_column", "mode", "stale"}
@@ -39,7 +69,7 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("sqlfence: policy %s: file is empty", p.source)
 		}
-		return nil, fmt.Errorf("sqlfence: policy %s: %w", p.source, err)
+		return nil, p.yamlError(err)
 	}
 	// A second document would be silently ignored by a plain Unmarshal; a
 	// policy that is only half read is worse than one that is refused.
@@ -47,7 +77,7 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, p.errorf(extra.Line, "more than one YAML document; a policy file holds exactly one")
 	} else if !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("sqlfence: policy %s: %w", p.source, err)
+		return nil, p.yamlError(err)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {

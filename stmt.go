@@ -3,7 +3,6 @@ package sqlfence
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
@@ -38,8 +37,6 @@ func (s *stmt) NumInput() int {
 	return n
 }
 
-var errUnfencedPrepared = errors.New("sqlfence.Unfenced cannot run a prepared protected write: its text carries the fence; run it with ExecContext instead")
-
 func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error) {
 	if cn := s.conn.cn; cn != nil && cn.current() != s.enf {
 		// The catalog was read again since the statement was prepared: decide it again.
@@ -70,7 +67,8 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 	}
 	if !c.Fenced && s.d.Act() == engine.ActRewrite {
 		err := &Error{Kind: ErrUnfenced, Code: rulecode.UnfencedPrepared, Table: s.d.TableNames(), Statement: s.query,
-			Reason: errUnfencedPrepared.Error(), Fix: "use db.ExecContext under sqlfence.Unfenced, or run under sqlfence.WithEpoch"}
+			Reason: "sqlfence.Unfenced cannot run a prepared protected write: its prepared text carries the fence",
+			Fix:    "run it unprepared (db.ExecContext) under sqlfence.Unfenced, or prepared under sqlfence.WithEpoch"}
 		if s.conn.enf.observing {
 			s.conn.enf.noteError(ctx, err, s.query, 0)
 		}

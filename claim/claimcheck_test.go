@@ -294,7 +294,7 @@ func TestValidOlderClaimOfAnotherJob(t *testing.T) {
 			continue
 		}
 		fe := fencedErr(t, "job 1's write under stale: row", err)
-		if strings.Contains(fe.Error(), "superseded") || !strings.Contains(fe.Error(), "a newer claim wrote this row") {
+		if strings.Contains(fe.Error(), "superseded") || !strings.Contains(fe.Error(), "claim is still current") {
 			t.Fatalf("the fence of a valid claim must not call it superseded: %v", fe)
 		}
 		if err := one.Release(ctx, 0); err != nil {

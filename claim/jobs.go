@@ -33,7 +33,8 @@ type JobsConfig struct {
 	RenewEvery time.Duration
 	// Returning lists columns the claim statement also returns, scanned into
 	// the dest arguments of Claim and ClaimNext: the job's payload, in the
-	// same round trip as the claim.
+	// same round trip as the claim. Schema does not create them: add them to
+	// the table (ALTER TABLE jobs ADD COLUMN sku text NOT NULL, …).
 	Returning []string
 	// TakeoverWait is how long Claim waits, at a takeover, for a transaction
 	// the old claim still has open on the job's row (its lease ran out after
@@ -254,6 +255,11 @@ func (j *Jobs) scan(ctx context.Context, db DB, sent time.Time, row *sql.Row, de
 	if err := row.Scan(append([]any{&id, &epoch, &exp}, dest...)...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
+		}
+		var pgErr *pgconn.PgError
+		if j.returning > 0 && errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column
+			return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w; Schema creates only the claim's own columns: "+
+				"add the payload columns JobsConfig.Returning names to the table (ALTER TABLE %s ADD COLUMN …)", j.t.name, err, j.t.name)
 		}
 		return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w", j.t.name, err)
 	}

@@ -37,6 +37,15 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := j.ClaimNext(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "0 dest arguments for 1 Returning") {
 		t.Errorf("missing dest: err = %v", err)
 	}
+	// A Returning column the table lacks: the error says Schema did not create it.
+	e := newEnv(t, j.Schema(), `INSERT INTO jobs DEFAULT VALUES`)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var payload string
+	if _, err := j.ClaimNext(ctx, e.db, &payload); err == nil || !strings.Contains(err.Error(), `column "payload" does not exist`) ||
+		!strings.Contains(err.Error(), "add the payload columns JobsConfig.Returning names to the table (ALTER TABLE jobs ADD COLUMN …)") {
+		t.Errorf("Returning column missing from the table: err = %v", err)
+	}
 }
 
 // TestSchemaNames runs the whole cycle on a table and sequence whose names

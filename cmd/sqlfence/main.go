@@ -55,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	switch name {
+	case "-version", "--version":
+		return version.Run(args[1:], stdout, stderr) // what every other tool answers to
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && name == "help" {
 			return run([]string{args[1], "--help"}, stdout, stderr)

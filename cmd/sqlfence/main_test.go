@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,33 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var update = flag.Bool("update", false, "rewrite the golden outputs in testdata (which the README shows) with what the commands print")
+
+// demoVaries matches what differs between two runs of the demo: the server's
+// version and the timings.
+var demoVaries = regexp.MustCompile(`PostgreSQL \d+(\.\d+)?|\d+\.\ds`)
+
+// wantGolden compares a command's output with the golden file the README shows,
+// except for what varies matches; -update rewrites the file with this run's output.
+func wantGolden(t *testing.T, file, got string, varies *regexp.Regexp) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if varies == nil {
+		varies = regexp.MustCompile(`$^`) // nothing varies
+	}
+	if varies.ReplaceAllString(got, "…") != varies.ReplaceAllString(string(want), "…") {
+		t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", got, file, want)
+	}
+}
 
 // cli runs the program with args, as main would, and returns its output and exit
 // code.
@@ -45,6 +73,15 @@ func TestUsage(t *testing.T) {
 	clitest.WantContains(t, "stdout", out, "go run ./cmd/sqlfence demo",
 		"  version print the versions of sqlfence, pg_query_go and its PostgreSQL parser\n")
 
+	want, _, _ := cli(t, "version")
+	for _, flag := range []string{"--version", "-version"} {
+		out, errOut, code = cli(t, flag)
+		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+		if out != want || !strings.HasPrefix(out, "sqlfence ") {
+			t.Errorf("sqlfence %s printed %q, want what sqlfence version prints, %q", flag, out, want)
+		}
+	}
+
 	for _, cmd := range []string{"demo", "check", "guard", "audit", "version"} {
 		out, errOut, code := cli(t, cmd, "--help")
 		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
@@ -60,6 +97,17 @@ func TestUsage(t *testing.T) {
 		clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 		clitest.WantContains(t, cmd+" with a bad flag", errOut, "no-such-flag", "--help")
 	}
+}
+
+// TestReadmeCheck runs the README's sqlfence check example on the files in
+// testdata/readme and keeps what it prints, command line first, in
+// testdata/readme/check.txt, which the README shows.
+func TestReadmeCheck(t *testing.T) {
+	t.Chdir("testdata/readme")
+	args := []string{"check", "--policy", "sqlfence.yaml", "migrations", "scripts"}
+	out, errOut, code := cli(t, args...)
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	wantGolden(t, "check.txt", "$ sqlfence "+strings.Join(args, " ")+"\n"+out+errOut, nil)
 }
 
 // TestNoTestingInBinary keeps package testing out of the shipped command: linked in,
@@ -153,6 +201,7 @@ func TestBinary(t *testing.T) {
 			"final count                           7                              5",
 			"LOST UPDATE (+2 widgets)",
 			"sqlfence prevented the lost update.")
+		wantGolden(t, "testdata/demo.txt", out, demoVaries)
 	})
 	t.Run("check", func(t *testing.T) {
 		out, errOut, code := runBinary(t, bin, nil, "check", "--policy", checkPolicy, "testdata/sql", "testdata/go")

@@ -16,7 +16,7 @@
 //		WriterEpoch int64 `gorm:"not null;default:0"` // the policy's epoch column
 //	}
 //
-//	err = db.WithContext(sqlfence.WithEpoch(ctx, claim.Epoch)).Save(&item).Error
+//	err = db.WithContext(sqlfence.WithEpoch(ctx, lease.Epoch)).Save(&item).Error
 //	switch {
 //	case errors.Is(err, sqlfence.ErrFenced):         // superseded: stop the handler
 //	case errors.Is(err, sqlfence.ErrAlreadyWritten): // strict mode, this epoch wrote the row before

@@ -9,7 +9,7 @@
 //	import _ "github.com/sqlfence/sqlfence/contrib/sqlx"
 //
 //	db, err := sqlx.Open("sqlfence", "postgres://app@db/app?sqlfence_policy=sqlfence.yaml")
-//	_, err = db.NamedExecContext(sqlfence.WithEpoch(ctx, claim.Epoch),
+//	_, err = db.NamedExecContext(sqlfence.WithEpoch(ctx, lease.Epoch),
 //		`UPDATE inventory SET quantity = :quantity WHERE sku = :sku`, item)
 //
 // It does exactly what this line in the program's own init would:

@@ -39,8 +39,8 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		}
 		for _, w := range pgtree.Writes(n.ProtoReflect(), nil) {
 			if w.Relation != nil && systemRelation(w.Relation) {
-				return refuse(rulecode.SystemRelation, nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection (UPDATE pg_settings changes settings)",
-					"change settings with SET, outside the driver if sqlfence refuses it")
+				return refuse(rulecode.SystemRelation, nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection: writing the catalog or pg_settings changes what statements mean out of the fence's sight",
+					"change the schema with DDL and settings with SET, outside the driver if sqlfence refuses them")
 			}
 			// Triggers, rules and foreign-key actions the catalog shows (resolve: catalog).
 			if e := p.catalog.judgeWrite(w); e != nil {

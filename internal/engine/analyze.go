@@ -43,7 +43,7 @@ type Decision struct {
 	refusal    *Error // for ActRefuse
 	tables     []*Table
 	zeroRows   *Classifier // how to explain a 0-row result of the top-level write, or nil
-	claimTable      *ClaimTable // the statement writes a claim table's epoch or status column
+	claimTable *ClaimTable // the statement writes a claim table's epoch or status column
 	// checked: the rewrite checks the claim it was made for (a variant made by
 	// claimVariant); the claim's key is then parameter $epochParam+1.
 	checked bool

@@ -189,11 +189,11 @@ func (e *Engine) Bind(d *Decision, query string, s Session, nargs int) (Bound, *
 func unfenced(d *Decision, query string, s Session) *Error {
 	e := &Error{Kind: KindUnfenced, Code: rulecode.NoEpoch, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",
-		Fix:    "run it under sqlfence.WithEpoch(ctx, claim.Epoch) from the job's claim"}
+		Fix:    "run it under the job's claim: lease.Context() from the claim helpers, or sqlfence.WithEpoch(ctx, epoch) with the epoch the claim returned"}
 	switch {
 	case s.BadEpoch:
 		e.Code = rulecode.BadEpoch
-		e.Reason = fmt.Sprintf("the context's epoch %d is not positive", s.Epoch)
+		e.Epoch, e.Reason = s.Epoch, "the context's epoch is not positive"
 		e.Fix = "pass the epoch the claim returned; epochs start at 1"
 	case s.HasUnfenced:
 		e.Code = rulecode.UnfencedDenied

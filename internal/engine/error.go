@@ -7,6 +7,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // Kind classifies an Error; each front maps it to its sentinel (ErrRefused, …).
@@ -55,7 +57,7 @@ func Format(kind string, e *Error) string {
 	if e.Table != "" {
 		fmt.Fprintf(&b, ": table %s", e.Table)
 	}
-	if e.Epoch != 0 {
+	if e.Epoch != 0 || e.Code == rulecode.BadEpoch {
 		fmt.Fprintf(&b, ", epoch %d", e.Epoch)
 	} else if e.Kind == KindUnfenced {
 		b.WriteString(", no epoch")

@@ -80,7 +80,7 @@ func (e *Engine) Superseded(ctx context.Context, q Querier, b *Bound) error {
 		return &QueryFailed{err}
 	}
 	fe := &Error{Kind: KindFenced, Code: rulecode.FencedClaim, Table: b.D.table(), Epoch: b.Epoch, Statement: b.Query,
-		Fix: "this execution is superseded: stop the handler and do not retry with this epoch; the newer claim finishes the job"}
+		Fix: "stop the handler and do not retry with this epoch; the newer claim finishes the job"}
 	if len(rows) == 0 {
 		fe.Reason = fmt.Sprintf("the claim was superseded: job %v is no longer in the claim table %s", cc.value, cc.table)
 		return fe
@@ -144,7 +144,10 @@ func (e *Engine) explain(ctx context.Context, q Querier, b *Bound, user []any, a
 		Fix: "stop the handler and do not retry with this epoch: either this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
 			"release the job so it runs again under a newer epoch, and run handlers under the claim (sqlfence.WithClaim) to tell the two apart"}
 	if b.Claim != nil {
-		fenced.Fix = "the row is fenced for this epoch, though this execution's claim is still current: release the job so it runs again under a newer claim, or declare the table `stale: claim`"
+		// A claim-checked write writes nothing once the claim is superseded, and Check
+		// asked Superseded first when nothing was written: the claim is current.
+		fenced.Fix = "this execution's claim is still current, so the newer epoch is another job's (global epochs): " +
+			"release the job so it runs again under a newer claim, or declare the table `stale: claim`"
 	}
 	if cl.conflictOnly {
 		// The conflicting rows cannot be read back (see Classifier.conflictOnly), so
@@ -197,15 +200,11 @@ func (e *Engine) explain(ctx context.Context, q Querier, b *Bound, user []any, a
 	switch {
 	case stored > b.Epoch:
 		fenced.StoredEpoch, fenced.HasStored = stored, true
-		if b.Claim != nil {
-			// Superseded found the claim current: the newer epoch is another job's.
-			fenced.Reason = fmt.Sprintf("a newer claim wrote this row (epoch %d, another job's); this execution's claim is still current", stored)
-		}
 		return fenced
 	case stored == b.Epoch && t.Mode == ModeStrict:
 		return &Error{Kind: KindAlreadyWritten, Code: rulecode.AlreadyWritten, Table: t.QualifiedName.String(), Epoch: b.Epoch, Statement: b.Query,
 			StoredEpoch: stored, HasStored: true,
-			Reason: "already written by this epoch: this execution wrote the row before, and strict mode allows one write per row per epoch",
+			Reason: "this execution wrote the row before, and strict mode allows one write per row per epoch",
 			Fix:    "use mode: repeatable for this table if this handler writes a row more than once"}
 	}
 	return nil

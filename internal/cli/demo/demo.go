@@ -21,7 +21,7 @@ import (
 	"github.com/sqlfence/sqlfence/internal/pgcluster"
 )
 
-const usage = `Usage: sqlfence demo [--dsn DSN] [--json]
+const usage = `Usage: sqlfence demo [--dsn DSN] [--connect-timeout DURATION] [--lease DURATION] [--json]
 
 Plays a lost update with real processes, twice: once with the plain pgx driver,
 once with sqlfence, and prints what happened side by side.
