@@ -1,3 +1,7 @@
+// A connection of the database/sql front: Exec, Query and Prepare decided and bound
+// before anything reaches the inner connection, transactions, the catalog read again
+// after DDL through the driver, and RawConn, the explicit unfenced path.
+
 package sqlfence
 
 import (

@@ -1,3 +1,6 @@
+// The early check (CheckSuperseded): whether a newer epoch already wrote a row the
+// handler is about to touch, asked before the handler acts.
+
 package sqlfence
 
 import (

@@ -1,3 +1,7 @@
+// What the fronts share per catalog snapshot: the engine, and what turns its answers
+// into what a program sees (the context read into a session, *Error, events, shadow
+// mode, the log).
+
 package sqlfence
 
 import (

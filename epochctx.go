@@ -1,3 +1,6 @@
+// The context helpers: the epoch (WithEpoch), the deliberate bypass (Unfenced), the
+// handler's cancel on a fence (OnFenced), exact accounting and the claim (WithClaim).
+
 package sqlfence
 
 import (

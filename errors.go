@@ -1,3 +1,5 @@
+// Errors: the sentinels, *Error, and the engine's errors as the program sees them.
+
 package sqlfence
 
 import (

@@ -1,3 +1,6 @@
+// The policy as a program reads it: its types, matching, and the compiled copy a
+// connector takes for the engine (compile).
+
 package sqlfence
 
 import (

@@ -1,3 +1,6 @@
+// The rows of a fenced write with RETURNING: an empty result is explained like a
+// write that affected no rows, every Rows interface of the inner driver kept.
+
 package sqlfence
 
 import (

@@ -1,3 +1,6 @@
+// A prepared statement of the database/sql front: fenced at prepare time, bound to the
+// epoch of the context it is executed with, decided again when the catalog changed.
+
 package sqlfence
 
 import (

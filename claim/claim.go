@@ -1,3 +1,6 @@
+// Claims as one conditional statement on the arbiter: the shared claim, renew, complete
+// and release statements of Jobs and Ledger, and their errors.
+
 package claim
 
 import (

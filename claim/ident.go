@@ -1,3 +1,6 @@
+// Identifiers in the claim helpers' SQL: quoted and checked once, when a Jobs or Ledger
+// is made.
+
 package claim
 
 import (

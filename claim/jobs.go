@@ -1,3 +1,5 @@
+// Jobs: claims on a PostgreSQL jobs table, its schema, ClaimNext and Claim.
+
 package claim
 
 import (

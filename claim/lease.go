@@ -1,3 +1,6 @@
+// The lease an execution holds: its context, the keeper that renews it, and the ways
+// it ends (Complete, CompleteIn, Release, Stop).
+
 package claim
 
 import (

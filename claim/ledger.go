@@ -1,3 +1,5 @@
+// Ledger: claims in a claim table, for queues that only hand out an opaque receipt.
+
 package claim
 
 import (

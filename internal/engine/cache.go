@@ -1,3 +1,7 @@
+// The decision cache: decisions by text, shared by a connector's connections, bounded
+// in entries and bytes, with scan-resistant eviction (probation and main), and a
+// connection's memo of its last decisions.
+
 package engine
 
 import (

@@ -1,3 +1,6 @@
+// The catalog snapshot: user routines, built-ins' volatility, triggers, rules and
+// foreign-key actions, read in one pass for resolve: catalog.
+
 package pgcatalog
 
 import (

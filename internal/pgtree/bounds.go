@@ -1,3 +1,6 @@
+// The parser's bounds: what the C parser can take without exhausting its stack,
+// proven from the text's tokens before any parse.
+
 package pgtree
 
 import (

@@ -1,3 +1,5 @@
+// The comparison of a re-parsed text with an intended tree, by their encodings.
+
 package pgtree
 
 import (

@@ -1,3 +1,5 @@
+// The only calls into pg_query's parser, each behind the bounds.
+
 package pgtree
 
 import (

@@ -1,3 +1,5 @@
+// The scanner's tokens, read directly from pg_query's scanner.
+
 package pgtree
 
 import (

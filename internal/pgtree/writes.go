@@ -1,3 +1,6 @@
+// The write finder: every INSERT, UPDATE, DELETE and MERGE in a tree, with the body
+// it sits in.
+
 package pgtree
 
 import (
