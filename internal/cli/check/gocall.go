@@ -48,11 +48,11 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 	byLine := map[int][]*suppression{}
 	for _, g := range f.file.Comments {
 		for _, c := range g.List {
-			reason, ok := parseIgnore(c.Text)
+			code, reason, ok := ParseIgnore(c.Text)
 			if !ok {
 				continue
 			}
-			s := &suppression{file: f.path, reason: reason}
+			s := &suppression{file: f.path, code: code, reason: reason}
 			s.line, s.col = ln.pos(off(c.Pos()))
 			s.endLine, s.endCol = ln.pos(off(c.End()))
 			all = append(all, s)
@@ -60,13 +60,16 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 			byLine[s.line+1] = append(byLine[s.line+1], s)
 		}
 	}
-	suppressionFor := func(line int) *suppression {
-		s := byLine[line]
+	suppressionFor := func(line int, rule string) *suppression {
+		var s []*suppression
+		for _, x := range byLine[line] {
+			if x.covers(rule) {
+				x.used = true
+				s = append(s, x)
+			}
+		}
 		if len(s) == 0 {
 			return nil
-		}
-		for _, x := range s {
-			x.used = true
 		}
 		for _, x := range s {
 			if x.reason != "" {
@@ -92,7 +95,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 				fnd.Line, fnd.Column = ln.pos(off(call.Pos()))
 				fnd.EndLine, fnd.EndColumn = ln.pos(off(call.End()))
 				res.Statements++
-				report(res, fnd, suppressionFor(callLine))
+				report(res, fnd, suppressionFor(callLine, fnd.Rule))
 			}
 			return true
 		}
@@ -147,7 +150,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		}
 		fnd.Line, fnd.Column = ln.pos(start)
 		fnd.EndLine, fnd.EndColumn = ln.pos(stop)
-		report(res, fnd, suppressionFor(callLine))
+		report(res, fnd, suppressionFor(callLine, fnd.Rule))
 		return true
 	})
 	settle(res, all)

@@ -78,8 +78,8 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 	var pending []*suppression
 	for _, t := range toks {
 		if isComment(t.tok) {
-			if reason, ok := parseIgnore(text[t.start:t.end]); ok {
-				s := &suppression{file: path, reason: reason}
+			if code, reason, ok := ParseIgnore(text[t.start:t.end]); ok {
+				s := &suppression{file: path, code: code, reason: reason}
 				s.line, s.col = ln.pos(t.start)
 				s.endLine, s.endCol = ln.pos(t.end)
 				pending = append(pending, s)
@@ -137,13 +137,13 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 		f.EndLine, f.EndColumn = ln.pos(stop)
 		f.Statement = excerpt(text[start:stop])
 		var sup *suppression
-		if s := sups[start]; len(s) > 0 {
-			sup = s[0]
-			for _, other := range s[1:] {
-				other.used = true
-				if sup.reason == "" {
-					sup = other
-				}
+		for _, s := range sups[start] {
+			if !s.covers(f.Rule) {
+				continue
+			}
+			s.used = true
+			if sup == nil || sup.reason == "" {
+				sup = s
 			}
 		}
 		if override != nil && (sup == nil || sup.reason == "") {

@@ -1,0 +1,108 @@
+// Reading SQL text the engine cannot be given whole: libraries' ? placeholders, and
+// text with holes that may still show a write to a protected table.
+
+package analyzer
+
+import (
+	"strconv"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
+)
+
+// numberQuestionMarks numbers ? placeholders $1, $2, … as GORM, bun and sqlx's
+// Rebind do before the text reaches the driver. Only ? outside string literals,
+// quoted identifiers and comments is a placeholder; ?| and ?& are jsonb operators.
+func (t text) numberQuestionMarks() text {
+	n := 0
+	out := text{parts: make([]part, len(t.parts))}
+	for i, p := range t.parts {
+		out.parts[i] = p
+		if p.hole || !strings.Contains(p.s, "?") {
+			continue
+		}
+		toks, err := pgtree.ScanTokens(p.s, nil)
+		if err != nil {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for _, tok := range toks {
+			op := p.s[tok.Start:tok.End]
+			if tok.Kind != pg.Token_Op || !strings.Contains(op, "?") || op == "?|" || op == "?&" {
+				continue
+			}
+			b.WriteString(p.s[last:tok.Start])
+			for _, c := range op {
+				if c == '?' {
+					n++
+					b.WriteString("$" + strconv.Itoa(n))
+				} else {
+					b.WriteRune(c)
+				}
+			}
+			last = int(tok.End)
+		}
+		b.WriteString(p.s[last:])
+		out.parts[i].s = b.String()
+	}
+	return out
+}
+
+// holeName stands for a hole when text with holes is scanned.
+const holeName = " sqlfence_unknown "
+
+// writeKeywords are the tokens that start a write (or a COPY).
+var writeKeywords = map[pg.Token]bool{pg.Token_UPDATE: true, pg.Token_INSERT: true, pg.Token_DELETE_P: true,
+	pg.Token_MERGE: true, pg.Token_TRUNCATE: true, pg.Token_COPY: true}
+
+// protectedWrite reads text with holes: when its known parts have a write keyword
+// and name a protected table, it returns the table, as the policy names it. Text
+// that is all hole returns "": nothing shows it is SQL at all, let alone a write.
+func (t text) protectedWrite(pol *sqlfence.Policy) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.hole {
+			b.WriteString(holeName)
+		} else {
+			b.WriteString(p.s)
+		}
+	}
+	s := b.String()
+	toks, err := pgtree.ScanTokens(s, nil)
+	if err != nil {
+		return ""
+	}
+	writes := false
+	for _, tok := range toks {
+		writes = writes || writeKeywords[tok.Kind]
+	}
+	if !writes {
+		return ""
+	}
+	for i, tok := range toks {
+		if tok.Kind != pg.Token_IDENT {
+			continue
+		}
+		name := s[tok.Start:tok.End]
+		if i+2 < len(toks) && toks[i+1].Kind == pg.Token_ASCII_46 && toks[i+2].Kind == pg.Token_IDENT {
+			name += "." + s[toks[i+2].Start:toks[i+2].End]
+		}
+		parts, err := sqlident.Split(name)
+		if err != nil {
+			continue
+		}
+		schema, rel := "", parts[len(parts)-1]
+		if len(parts) == 2 {
+			schema = parts[0]
+		}
+		if tbl, _ := pol.Match(schema, rel); tbl != nil {
+			return tbl.QualifiedName.String()
+		}
+	}
+	return ""
+}

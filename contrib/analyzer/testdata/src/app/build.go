@@ -1,0 +1,56 @@
+// Helpers that build SQL: what the analyzer can still decide, and what it cannot.
+package app
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+const stockTable = "inventory"
+
+const setQuantity = "UPDATE " + stockTable + " SET quantity = $1"
+
+// byKey adds the key condition every statement of this file uses.
+func byKey(stmt string) string { return stmt + " WHERE sku = $2" }
+
+func overwriteEpoch(table string) string {
+	return fmt.Sprintf("UPDATE %s SET writer_epoch = %d", table, 0)
+}
+
+func Build(ctx context.Context, db *sql.DB, id int, col string, skus []string) error {
+	// A constant concatenation, through a helper: fenced.
+	if _, err := db.ExecContext(ctx, byKey(setQuantity), 1, "a"); err != nil {
+		return err
+	}
+	// A helper given a constant: the epoch column assigned.
+	if _, err := db.ExecContext(ctx, overwriteEpoch(stockTable)); err != nil { // want `SF303: .*inventory`
+		return err
+	}
+	// fmt.Sprintf of an integer: the shape is the same for every id.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE id = %d", "reports", id)); err != nil {
+		return err
+	}
+	q := fmt.Sprintf("TRUNCATE %s", "billing.invoices")
+	if _, err := db.ExecContext(ctx, q); err != nil { // want `SF301: .*billing.invoices`
+		return err
+	}
+	// A column name chosen at run time: nothing can tell what it writes.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("UPDATE inventory SET %s = $1 WHERE sku = $2", col), 1, "a"); err != nil { // want `SF805: sql.DB.ExecContext call writes protected table inventory with SQL text that is not known`
+		return err
+	}
+	in := "DELETE FROM billing.invoices WHERE id IN (" + strings.Join(skus, ",") + ")"
+	if _, err := db.ExecContext(ctx, in); err != nil { // want `SF805: .*billing.invoices`
+		return err
+	}
+	// Built at run time, but only a read.
+	_, err := db.QueryContext(ctx, "SELECT * FROM inventory WHERE "+col+" = $1", 1)
+	return err
+}
+
+// Exec runs whatever it is given: the analyzer judges the callers' constants, not this.
+func Exec(ctx context.Context, db *sql.DB, query string) error {
+	_, err := db.ExecContext(ctx, query)
+	return err
+}
