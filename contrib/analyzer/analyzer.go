@@ -47,9 +47,9 @@ A code after the marker limits it to that rule; a reason is required.`
 
 func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 	a := &analysis.Analyzer{
-		Name:     "sqlfence",
-		Doc:      doc,
-		URL:      "https://github.com/sqlfence/sqlfence/tree/main/contrib/analyzer",
+		Name: "sqlfence",
+		Doc:  doc,
+		URL:  "https://github.com/sqlfence/sqlfence/tree/main/contrib/analyzer",
 	}
 	var path string
 	if pol == nil {

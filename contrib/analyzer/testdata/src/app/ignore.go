@@ -12,7 +12,7 @@ func Maintenance(ctx context.Context, db *sql.DB) {
 
 	db.ExecContext(ctx, "TRUNCATE reports") // sqlfence:ignore nightly rollup, run with the guard override
 
-	/* sqlfence:ignore */ // want `SF803: sqlfence:ignore needs a reason`
+	/* sqlfence:ignore */                   // want `SF803: sqlfence:ignore needs a reason`
 	db.ExecContext(ctx, "TRUNCATE reports") // want `SF301`
 
 	//sqlfence:ignore SF303 wrong code: the TRUNCATE below is still reported // want `SF804: sqlfence:ignore suppresses nothing.*limited to SF303`
