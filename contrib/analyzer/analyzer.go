@@ -129,8 +129,8 @@ func judge(pol *sqlfence.Policy, ev *evaluator, call *ast.CallExpr, site callSit
 	if table := text.protectedWrite(pol); table != "" {
 		return []analysis.Diagnostic{{
 			Pos: call.Pos(), End: call.End(), Category: rulecode.DynamicWrite,
-			Message: fmt.Sprintf("%s: %s writes protected table %s with SQL text that is not known before it runs, so no check can tell whether the driver fences or refuses it; build it from constants (parameters $1… for the values), or add //sqlfence:ignore %s <reason>",
-				rulecode.DynamicWrite, site.name, table, rulecode.DynamicWrite),
+			Message: fmt.Sprintf("%s: this %s writes protected table %s with SQL built at run time, so no check before it runs can tell whether the driver fences or refuses it; build the statement from constants, with parameters ($1, $2…) for the values",
+				rulecode.DynamicWrite, site.name, table),
 		}}
 	}
 	return nil

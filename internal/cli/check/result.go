@@ -22,6 +22,10 @@ type finding struct {
 	Reason    string `json:"suppressed_because,omitempty"`
 }
 
+// Finding is a finding as other front ends of the same rules build one (the Go
+// analyzer's sqlfence-vet -sarif), for SARIF.
+type Finding = finding
+
 // fileError is a file the linter could not check.
 type fileError struct {
 	File    string `json:"file"`
