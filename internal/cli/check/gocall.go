@@ -125,9 +125,12 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		// Strings that are not SQL at all (a method of another package that happens
 		// to be called Query) are not the linter's business. The driver refuses input
 		// past the parser's bounds, and Plan below says so; parsing it here could crash.
+		// A statement with ? placeholders does not parse either, but it is SQL the
+		// driver refuses (SF321): MySQL habits, or sqlx without the bind type.
 		if scan, err := pg.Scan(query); err != nil || strings.TrimSpace(query) == "" {
 			return true
-		} else if _, err := pgtree.ParseScanned(query, scan.Tokens, pgtree.Limit); err != nil && !errors.As(err, new(*pgtree.BoundsError)) {
+		} else if _, err := pgtree.ParseScanned(query, scan.Tokens, pgtree.Limit); err != nil && !errors.As(err, new(*pgtree.BoundsError)) &&
+			!questionMarkStatement(query, scan.Tokens) {
 			return true
 		}
 		res.Statements++
@@ -185,4 +188,24 @@ func copyFromFinding(arg ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Pol
 	return finding{Rule: rulecode.CopyFrom, Table: t.QualifiedName.String(),
 		Message:   "pgx CopyFrom into protected table " + t.QualifiedName.String() + " bypasses the driver and cannot carry an epoch; insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
 		Statement: "CopyFrom(" + strings.Join(slices.Clone(parts), ".") + ")"}, true
+}
+
+// questionMarkStatement says whether text that does not parse is a statement with ?
+// placeholders: it starts as a statement does and has a ? outside literals (?| and ?&
+// are jsonb operators).
+func questionMarkStatement(query string, toks []*pg.ScanToken) bool {
+	if len(toks) == 0 {
+		return false
+	}
+	switch toks[0].Token {
+	case pg.Token_SELECT, pg.Token_INSERT, pg.Token_UPDATE, pg.Token_DELETE_P, pg.Token_WITH, pg.Token_MERGE, pg.Token_VALUES:
+	default:
+		return false
+	}
+	for _, t := range toks {
+		if op := query[t.Start:t.End]; t.Token == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
+			return true
+		}
+	}
+	return false
 }

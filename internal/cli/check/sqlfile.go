@@ -61,13 +61,9 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 		return
 	}
 	tree, err := pgtree.ParseScanned(text, scan.Tokens, pgtree.Limit)
-	if err != nil {
-		var pe *pgparser.Error
-		if errors.As(err, &pe) && pe.Cursorpos > 0 {
-			fileErr(runeOffset(text, pe.Cursorpos-1), pe.Message)
-		} else {
-			fileErr(-1, err.Error())
-		}
+	var pe *pgparser.Error
+	if err != nil && !errors.As(err, &pe) {
+		fileErr(-1, err.Error())
 		return
 	}
 
@@ -92,6 +88,19 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 			pending = nil
 		}
 		code = append(code, t)
+	}
+
+	// A syntax error does not hide the rest of the file: its statements are parsed
+	// one by one, and each that does not parse is an error of its own.
+	if err != nil {
+		var bad []badStatement
+		tree = &pg.ParseResult{}
+		tree.Stmts, bad = parseByStatement(text, code)
+		for _, b := range bad {
+			e := fileError{File: path, Message: b.msg, Statement: excerpt(text[b.start:b.end])}
+			e.Line, e.Column = ln.pos(b.at)
+			res.Errors = append(res.Errors, e)
+		}
 	}
 
 	// A statement after SELECT sqlfence.override('<reason>') in the same transaction
