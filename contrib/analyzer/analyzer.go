@@ -59,7 +59,7 @@ func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 		if pol != nil {
 			return pol, nil
 		}
-		return loadPolicy(path)
+		return LoadPolicy(path)
 	})
 	a.Run = func(pass *analysis.Pass) (any, error) {
 		p, err := load()
@@ -72,7 +72,9 @@ func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 	return a
 }
 
-func loadPolicy(path string) (*sqlfence.Policy, error) {
+// LoadPolicy loads the policy file at path, or at $SQLFENCE_POLICY when path is "",
+// with messages that say how to give one.
+func LoadPolicy(path string) (*sqlfence.Policy, error) {
 	if path == "" {
 		path = os.Getenv(sqlfence.PolicyEnv)
 	}

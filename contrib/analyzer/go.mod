@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/sqlfence/sqlfence => ../..
 
 require (
+	github.com/golangci/plugin-module-register v0.1.2
 	github.com/pganalyze/pg_query_go/v6 v6.2.5
 	github.com/sqlfence/sqlfence v0.0.0-00010101000000-000000000000
 	golang.org/x/tools v0.52.0
