@@ -24,5 +24,5 @@ func testPolicy(t testing.TB) *sqlfence.Policy {
 // each library the analyzer knows, against stubs of those libraries; the expected
 // reports are the // want comments.
 func TestApplication(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), analyzer.New(testPolicy(t)), "app")
+	analysistest.Run(t, analysistest.TestData(), analyzer.New(testPolicy(t)), "app", "app/pgxdb")
 }

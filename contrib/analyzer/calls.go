@@ -120,6 +120,13 @@ func classify(info *types.Info, call *ast.CallExpr) (callSite, bool) {
 // args ...any) after an optional context, pgx's (ctx, sql string, args ...any).
 func shaped(fn *types.Func, sig *types.Signature, call *ast.CallExpr, recv string) (callSite, bool) {
 	params := sig.Params()
+	if fn.Name() == "CopyFrom" {
+		// sqlc's DBTX for pgx: CopyFrom(ctx, pgx.Identifier, []string, pgx.CopyFromSource).
+		if params.Len() == 4 && len(call.Args) == 4 && isContext(params.At(0).Type()) && isNamed(params.At(1).Type(), pkgPgx, "Identifier") {
+			return callSite{name: describe(fn, recv), arg: 1, copyFrom: true}, true
+		}
+		return callSite{}, false
+	}
 	i, ok := sqlMethods[fn.Name()]
 	if !ok {
 		return callSite{}, false
@@ -182,7 +189,9 @@ func isInterface(sig *types.Signature) bool {
 	return ok
 }
 
-func isContext(t types.Type) bool {
-	n, ok := t.(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
+func isContext(t types.Type) bool { return isNamed(t, "context", "Context") }
+
+func isNamed(t types.Type, pkg, name string) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }

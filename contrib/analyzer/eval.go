@@ -50,33 +50,31 @@ func (t text) known() (string, bool) {
 // evaluator evaluates expressions of one package.
 type evaluator struct {
 	pass *analysis.Pass
-	// assigned counts the assignments of each variable in the package (declarations
-	// with a value included), and init holds the value of those assigned once. A
-	// variable whose address is taken counts as assigned twice: anything may write it.
-	assigned map[*types.Var]int
-	init     map[*types.Var]ast.Expr
-	// returns holds the one returned expression of each function of the package whose
-	// body is a single return statement.
+	// values lists, for each variable of the package, every value assigned to it
+	// (declarations included; for += the text appended), nil for a value the source
+	// does not show: a tuple, a range, an address taken, after which anything may
+	// write it.
+	values map[*types.Var][]ast.Expr
+	// returns holds each function of the package whose body is a single return
+	// statement of one expression.
 	returns map[*types.Func]*ast.FuncDecl
+	// busy are the variables being evaluated, so that q = q + "…" ends.
+	busy map[*types.Var]bool
 }
 
+// emptyString is the value of var q string.
+var emptyString = &ast.BasicLit{Kind: token.STRING, Value: `""`}
+
 func newEvaluator(pass *analysis.Pass) *evaluator {
-	ev := &evaluator{pass: pass, assigned: map[*types.Var]int{}, init: map[*types.Var]ast.Expr{},
-		returns: map[*types.Func]*ast.FuncDecl{}}
+	ev := &evaluator{pass: pass, values: map[*types.Var][]ast.Expr{}, returns: map[*types.Func]*ast.FuncDecl{},
+		busy: map[*types.Var]bool{}}
 	assign := func(id ast.Expr, value ast.Expr) {
 		ident, ok := ast.Unparen(id).(*ast.Ident)
 		if !ok {
 			return
 		}
-		v, ok := pass.TypesInfo.ObjectOf(ident).(*types.Var)
-		if !ok {
-			return
-		}
-		ev.assigned[v]++
-		if value != nil {
-			ev.init[v] = value
-		} else {
-			ev.assigned[v]++ // assigned from a tuple or a range: unknown
+		if v, ok := pass.TypesInfo.ObjectOf(ident).(*types.Var); ok {
+			ev.values[v] = append(ev.values[v], value)
 		}
 	}
 	for _, f := range pass.Files {
@@ -85,28 +83,21 @@ func newEvaluator(pass *analysis.Pass) *evaluator {
 			case *ast.AssignStmt:
 				for i, l := range n.Lhs {
 					var value ast.Expr
-					if len(n.Lhs) == len(n.Rhs) && n.Tok != token.ADD_ASSIGN {
+					if len(n.Lhs) == len(n.Rhs) && (n.Tok == token.ASSIGN || n.Tok == token.DEFINE || n.Tok == token.ADD_ASSIGN) {
 						value = n.Rhs[i]
-					}
-					if n.Tok != token.ASSIGN && n.Tok != token.DEFINE {
-						value = nil
 					}
 					assign(l, value)
 				}
 			case *ast.ValueSpec:
 				for i, name := range n.Names {
-					var value ast.Expr
-					if len(n.Values) == len(n.Names) {
-						value = n.Values[i]
+					switch {
+					case len(n.Values) == len(n.Names):
+						assign(name, n.Values[i])
+					case len(n.Values) == 0:
+						assign(name, emptyString)
+					default:
+						assign(name, nil)
 					}
-					if value == nil && len(n.Values) == 0 {
-						// var q string: the zero value, then whatever is assigned.
-						if v, ok := pass.TypesInfo.Defs[name].(*types.Var); ok {
-							ev.assigned[v]++
-						}
-						continue
-					}
-					assign(name, value)
 				}
 			case *ast.UnaryExpr:
 				if n.Op == token.AND {
@@ -162,15 +153,38 @@ func (ev *evaluator) eval(e ast.Expr, bound env, depth int) text {
 		if t, ok := bound[v]; ok {
 			return t
 		}
-		// A package-level variable may be assigned from another package only if it is
-		// exported; an unexported one assigned once is as good as a constant.
-		if ev.assigned[v] == 1 && ev.init[v] != nil && !(v.Exported() && v.Parent() == v.Pkg().Scope()) {
-			return ev.eval(ev.init[v], nil, depth+1)
-		}
+		return ev.variable(v, depth)
 	case *ast.CallExpr:
 		return ev.call(e, bound, depth)
+	case *ast.BasicLit: // emptyString
+		if s, err := strconv.Unquote(e.Value); err == nil && e.Kind == token.STRING {
+			return knownText(s)
+		}
 	}
 	return holeText
+}
+
+// variable is the text of a variable: its value when it is assigned once (a local,
+// or an unexported package variable, which no other package can assign), and
+// otherwise every value it is assigned with holes between them — never known, but
+// what protectedWrite reads for a statement built in steps.
+func (ev *evaluator) variable(v *types.Var, depth int) text {
+	values := ev.values[v]
+	if ev.busy[v] || len(values) == 0 || v.Exported() && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() {
+		return holeText
+	}
+	ev.busy[v] = true
+	defer delete(ev.busy, v)
+	if len(values) == 1 && values[0] != nil {
+		return ev.eval(values[0], nil, depth+1)
+	}
+	out := holeText
+	for _, value := range values {
+		if value != nil {
+			out = out.concat(ev.eval(value, nil, depth+1)).concat(holeText)
+		}
+	}
+	return out
 }
 
 func (ev *evaluator) call(call *ast.CallExpr, bound env, depth int) text {
@@ -185,7 +199,7 @@ func (ev *evaluator) call(call *ast.CallExpr, bound env, depth int) text {
 		// (*sqlx.DB).Rebind(query), or sqlx.Rebind(sqlx.DOLLAR, query): ? becomes $n.
 		return ev.eval(call.Args[len(call.Args)-1], bound, depth+1).numberQuestionMarks()
 	}
-	decl, ok := ev.returns[fn]
+	decl, ok := ev.returns[fn.Origin()]
 	if !ok {
 		return holeText
 	}

@@ -17,38 +17,58 @@ import (
 // numberQuestionMarks numbers ? placeholders $1, $2, … as GORM, bun and sqlx's
 // Rebind do before the text reaches the driver. Only ? outside string literals,
 // quoted identifiers and comments is a placeholder; ?| and ?& are jsonb operators.
+// bun's ?0 is argument 0 ($1); its named placeholders (?TableName, ?ids) stand for
+// text only the program knows, so they are holes.
 func (t text) numberQuestionMarks() text {
 	n := 0
-	out := text{parts: make([]part, len(t.parts))}
-	for i, p := range t.parts {
-		out.parts[i] = p
+	var out text
+	for _, p := range t.parts {
 		if p.hole || !strings.Contains(p.s, "?") {
+			out.parts = append(out.parts, p)
 			continue
 		}
 		toks, err := pgtree.ScanTokens(p.s, nil)
 		if err != nil {
+			out.parts = append(out.parts, p)
 			continue
 		}
 		var b strings.Builder
+		flush := func() { out.parts = append(out.parts, part{s: b.String()}); b.Reset() }
 		last := 0
-		for _, tok := range toks {
+		for i, tok := range toks {
 			op := p.s[tok.Start:tok.End]
-			if tok.Kind != pg.Token_Op || !strings.Contains(op, "?") || op == "?|" || op == "?&" {
+			if tok.Kind != pg.Token_Op || !strings.Contains(op, "?") || op == "?|" || op == "?&" || int(tok.Start) < last {
 				continue
 			}
 			b.WriteString(p.s[last:tok.Start])
-			for _, c := range op {
-				if c == '?' {
+			last = int(tok.End)
+			var next *pgtree.Token
+			if i+1 < len(toks) && toks[i+1].Start == tok.End && strings.HasSuffix(op, "?") {
+				next = &toks[i+1]
+			}
+			for j, c := range op {
+				switch {
+				case c != '?':
+					b.WriteRune(c)
+				case j == len(op)-1 && next != nil && next.Kind == pg.Token_ICONST:
+					k, err := strconv.Atoi(p.s[next.Start:next.End])
+					if err != nil {
+						k = 0
+					}
+					b.WriteString("$" + strconv.Itoa(k+1))
+					last = int(next.End)
+				case j == len(op)-1 && next != nil && next.Kind == pg.Token_IDENT:
+					flush()
+					out.parts = append(out.parts, part{hole: true})
+					last = int(next.End)
+				default:
 					n++
 					b.WriteString("$" + strconv.Itoa(n))
-				} else {
-					b.WriteRune(c)
 				}
 			}
-			last = int(tok.End)
 		}
 		b.WriteString(p.s[last:])
-		out.parts[i].s = b.String()
+		flush()
 	}
 	return out
 }

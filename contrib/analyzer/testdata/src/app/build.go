@@ -49,6 +49,23 @@ func Build(ctx context.Context, db *sql.DB, id int, col string, skus []string) e
 	return err
 }
 
+// Restrict builds its statement in steps.
+func Restrict(ctx context.Context, db *sql.DB, sku string) error {
+	q := "UPDATE inventory SET quantity = 0"
+	if sku != "" {
+		q += " WHERE sku = $1"
+	}
+	_, err := db.ExecContext(ctx, q, sku) // want `SF805: .*inventory`
+	return err
+}
+
+func first[T any](query string, _ T) string { return query }
+
+func Generic(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, first("TRUNCATE inventory", 1)) // want `SF301`
+	return err
+}
+
 // Exec runs whatever it is given: the analyzer judges the callers' constants, not this.
 func Exec(ctx context.Context, db *sql.DB, query string) error {
 	_, err := db.ExecContext(ctx, query)

@@ -49,6 +49,21 @@ func (r *Repo) BunTouch() error {
 	return err
 }
 
+// bun's ?0 is argument 0; ?TableName and other named placeholders are filled in
+// by bun, with text only the program knows.
+func (r *Repo) BunPlaceholders(ctx context.Context, ids []int64) error {
+	if err := r.bdb.NewRaw("UPDATE reports SET body = ?0 WHERE id = ?1", "x", 1).Scan(ctx); err != nil {
+		return err
+	}
+	if err := r.bdb.NewRaw("DELETE FROM ?TableName WHERE id = ?0", 1).Scan(ctx); err != nil {
+		return err
+	}
+	if err := r.bdb.NewRaw("UPDATE reports SET body = ?0, fence_epoch = ?1 WHERE id = ?2", "x", 0, 1).Scan(ctx); err != nil { // want `SF303: .*fence_epoch`
+		return err
+	}
+	return r.bdb.NewRaw("UPDATE reports SET body = ? WHERE id IN (?ids)", "x").Scan(ctx) // want `SF805: .*bun.DB.NewRaw call writes protected table reports`
+}
+
 func (r *Repo) SqlxGet(ctx context.Context, sku string) (Item, error) {
 	var it Item
 	err := r.xdb.GetContext(ctx, &it, r.xdb.Rebind("SELECT sku, quantity FROM inventory WHERE sku = ?"), sku)
