@@ -170,7 +170,7 @@ func refusalDiagnostic(call *ast.CallExpr, site callSite, err error) analysis.Di
 		}
 	}
 	return analysis.Diagnostic{Pos: call.Pos(), End: call.End(), Category: code,
-		Message: fmt.Sprintf("%s: the sqlfence driver refuses the SQL of this %s: %s", code, site.name, msg)}
+		Message: fmt.Sprintf("%s: sqlfence would refuse the SQL of this %s: %s", code, site.name, msg)}
 }
 
 // funcOf is the function or method a call invokes, nil for conversions, builtins and

@@ -26,7 +26,7 @@ func (r *Repo) GormAdjust(sku string, n int) error {
 }
 
 func (r *Repo) GormReset() error {
-	return r.gdb.Exec("UPDATE inventory SET writer_epoch = ?", 0).Error // want `SF303: the sqlfence driver refuses the SQL of this gorm.DB.Exec call`
+	return r.gdb.Exec("UPDATE inventory SET writer_epoch = ?", 0).Error // want `SF303: sqlfence would refuse the SQL of this gorm.DB.Exec call`
 }
 
 func (r *Repo) GormItems() ([]Item, error) {

@@ -52,7 +52,7 @@ UPDATE inventory SET quantity = 0, writer_epoch = 0
 `
 
 func (q *Queries) ResetStock(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, resetStock) // want `SF303: the sqlfence driver refuses the SQL of this app.DBTX.ExecContext call`
+	_, err := q.db.ExecContext(ctx, resetStock) // want `SF303: sqlfence would refuse the SQL of this app.DBTX.ExecContext call`
 	return err
 }
 

@@ -19,7 +19,7 @@ func (s *Server) Reserve(ctx context.Context, sku string, n int) error {
 
 // ResetAll is the maintenance endpoint nobody tests.
 func (s *Server) ResetAll(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.db.ExecContext(r.Context(), "TRUNCATE inventory"); err != nil { // want `SF301: the sqlfence driver refuses the SQL of this sql.DB.ExecContext call: table inventory: TRUNCATE cannot be fenced`
+	if _, err := s.db.ExecContext(r.Context(), "TRUNCATE inventory"); err != nil { // want `SF301: sqlfence would refuse the SQL of this sql.DB.ExecContext call: table inventory: TRUNCATE cannot be fenced`
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
