@@ -104,3 +104,20 @@ func TestVetTool(t *testing.T) {
 		t.Errorf("without a policy: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestRepositoryExamples: the repository's own examples, under their policies, draw
+// no report — sqlc's generated code included.
+func TestRepositoryExamples(t *testing.T) {
+	bin, _ := buildTool(t)
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range []string{"sqlc", "worker"} {
+		policy := filepath.Join(root, "examples", ex, "sqlfence.yaml")
+		stdout, stderr, code := run(t, root, bin, "-policy", policy, "./examples/"+ex+"/...")
+		if code != 0 || stdout != "" || stderr != "" {
+			t.Errorf("examples/%s: exit %d\n%s%s", ex, code, stdout, stderr)
+		}
+	}
+}
