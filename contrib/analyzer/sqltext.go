@@ -76,13 +76,14 @@ func (t text) numberQuestionMarks() text {
 // holeName stands for a hole when text with holes is scanned.
 const holeName = " sqlfence_unknown "
 
-// writeKeywords are the tokens that start a write (or a COPY).
+// writeKeywords are the tokens that start a write (or a COPY) and name its table.
 var writeKeywords = map[pg.Token]bool{pg.Token_UPDATE: true, pg.Token_INSERT: true, pg.Token_DELETE_P: true,
 	pg.Token_MERGE: true, pg.Token_TRUNCATE: true, pg.Token_COPY: true}
 
-// protectedWrite reads text with holes: when its known parts have a write keyword
-// and name a protected table, it returns the table, as the policy names it. Text
-// that is all hole returns "": nothing shows it is SQL at all, let alone a write.
+// protectedWrite reads text with holes: when its known parts write a protected table
+// — UPDATE [ONLY] t, INSERT INTO t, DELETE FROM t, MERGE INTO t, TRUNCATE [TABLE] t,
+// COPY t — it returns the table, as the policy names it. Text whose table is a hole,
+// or that is all hole, returns "": nothing shows it writes a protected table.
 func (t text) protectedWrite(pol *sqlfence.Policy) string {
 	var b strings.Builder
 	for _, p := range t.parts {
@@ -97,20 +98,20 @@ func (t text) protectedWrite(pol *sqlfence.Policy) string {
 	if err != nil {
 		return ""
 	}
-	writes := false
-	for _, tok := range toks {
-		writes = writes || writeKeywords[tok.Kind]
-	}
-	if !writes {
-		return ""
-	}
 	for i, tok := range toks {
-		if tok.Kind != pg.Token_IDENT {
+		if !writeKeywords[tok.Kind] {
 			continue
 		}
-		name := s[tok.Start:tok.End]
-		if i+2 < len(toks) && toks[i+1].Kind == pg.Token_ASCII_46 && toks[i+2].Kind == pg.Token_IDENT {
-			name += "." + s[toks[i+2].Start:toks[i+2].End]
+		j := i + 1
+		for j < len(toks) && skipBeforeTable[toks[j].Kind] {
+			j++
+		}
+		if j >= len(toks) || toks[j].Kind != pg.Token_IDENT {
+			continue
+		}
+		name := s[toks[j].Start:toks[j].End]
+		if j+2 < len(toks) && toks[j+1].Kind == pg.Token_ASCII_46 && toks[j+2].Kind == pg.Token_IDENT {
+			name += "." + s[toks[j+2].Start:toks[j+2].End]
 		}
 		parts, err := sqlident.Split(name)
 		if err != nil {
@@ -126,3 +127,6 @@ func (t text) protectedWrite(pol *sqlfence.Policy) string {
 	}
 	return ""
 }
+
+// skipBeforeTable are the words between a write keyword and its table.
+var skipBeforeTable = map[pg.Token]bool{pg.Token_INTO: true, pg.Token_FROM: true, pg.Token_ONLY: true, pg.Token_TABLE: true}

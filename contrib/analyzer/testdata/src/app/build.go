@@ -44,8 +44,15 @@ func Build(ctx context.Context, db *sql.DB, id int, col string, skus []string) e
 	if _, err := db.ExecContext(ctx, in); err != nil { // want `SF805: .*billing.invoices`
 		return err
 	}
-	// Built at run time, but only a read.
-	_, err := db.QueryContext(ctx, "SELECT * FROM inventory WHERE "+col+" = $1", 1)
+	// Built at run time, but only a read of the protected table, or a write of
+	// another one, or of a table only the program knows.
+	if _, err := db.ExecContext(ctx, "INSERT INTO audit (sku) SELECT sku FROM inventory WHERE "+col+" = $1", 1); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+col+" WHERE sku = $1", 1); err != nil {
+		return err
+	}
+	_, err := db.QueryContext(ctx, "SELECT * FROM inventory WHERE "+col+" = $1 FOR UPDATE", 1)
 	return err
 }
 
