@@ -17,6 +17,9 @@ type callSite struct {
 	// the text reaches the driver (GORM, bun, sqlx's Rebind).
 	questionMarks bool
 	copyFrom      bool // arg is a pgx.Identifier naming the table COPY FROM writes
+	// byShape: the call was recognised by its method's shape alone, so its text
+	// may not be SQL at all: text that does not parse is not reported.
+	byShape bool
 }
 
 // The packages whose methods take SQL text.
@@ -109,21 +112,23 @@ func classify(info *types.Info, call *ast.CallExpr) (callSite, bool) {
 		s, ok := site(i)
 		s.questionMarks = true
 		return s, ok
-	case isInterface(sig):
-		return shaped(fn, sig, call, recv)
 	}
-	return callSite{}, false
+	// Anything else with a database method's shape: sqlc's DBTX, a repository's
+	// Querier, an application's own wrapper of a pool.
+	return shaped(fn, sig, call, recv)
 }
 
-// shaped recognises a method of an interface the application declares — sqlc's DBTX,
-// a repository's Querier — by its shape: database/sql's methods take (query string,
+// shaped recognises a method by its shape: database/sql's methods take (query string,
 // args ...any) after an optional context, pgx's (ctx, sql string, args ...any).
 func shaped(fn *types.Func, sig *types.Signature, call *ast.CallExpr, recv string) (callSite, bool) {
+	if sig.Recv() == nil {
+		return callSite{}, false
+	}
 	params := sig.Params()
 	if fn.Name() == "CopyFrom" {
 		// sqlc's DBTX for pgx: CopyFrom(ctx, pgx.Identifier, []string, pgx.CopyFromSource).
 		if params.Len() == 4 && len(call.Args) == 4 && isContext(params.At(0).Type()) && isNamed(params.At(1).Type(), pkgPgx, "Identifier") {
-			return callSite{name: describe(fn, recv), arg: 1, copyFrom: true}, true
+			return callSite{name: describe(fn, recv), arg: 1, copyFrom: true, byShape: true}, true
 		}
 		return callSite{}, false
 	}
@@ -147,7 +152,7 @@ func shaped(fn *types.Func, sig *types.Signature, call *ast.CallExpr, recv strin
 	if i >= len(call.Args) || !isString(sig, i) || i > 0 && !isContext(params.At(0).Type()) {
 		return callSite{}, false
 	}
-	return callSite{name: describe(fn, recv), arg: i}, true
+	return callSite{name: describe(fn, recv), arg: i, byShape: true}, true
 }
 
 func recvName(sig *types.Signature) string {
@@ -179,14 +184,6 @@ func isString(sig *types.Signature, i int) bool {
 	}
 	b, ok := params.At(i).Type().Underlying().(*types.Basic)
 	return ok && b.Kind() == types.String
-}
-
-func isInterface(sig *types.Signature) bool {
-	if sig.Recv() == nil {
-		return false
-	}
-	_, ok := sig.Recv().Type().Underlying().(*types.Interface)
-	return ok
 }
 
 func isContext(t types.Type) bool { return isNamed(t, "context", "Context") }

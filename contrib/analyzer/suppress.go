@@ -1,4 +1,4 @@
-// //sqlfence:ignore suppressions, read as sqlfence check reads them in Go files.
+// Suppressions: sqlfence:ignore comments, read as sqlfence check reads them in Go files.
 
 package analyzer
 

@@ -78,3 +78,25 @@ func Exec(ctx context.Context, db *sql.DB, query string) error {
 	_, err := db.ExecContext(ctx, query)
 	return err
 }
+
+// Store wraps a pool, with pgx's method shapes: calls of it are judged where the
+// constant is, and inside it the text is its caller's.
+type Store struct{ w *Worker }
+
+func (s *Store) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := s.w.pool.Exec(ctx, sql, args...)
+	return err
+}
+
+// Search has the shape too, but its text is no SQL: text that does not parse is left
+// alone.
+type Search struct{}
+
+func (Search) Query(ctx context.Context, q string, args ...any) ([]string, error) { return nil, nil }
+
+func Wrapped(ctx context.Context, s *Store, search Search) error {
+	if _, err := search.Query(ctx, "name:widget AND color:red"); err != nil {
+		return err
+	}
+	return s.Exec(ctx, "TRUNCATE inventory") // want `SF301: .*app.Store.Exec call`
+}
