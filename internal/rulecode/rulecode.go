@@ -7,7 +7,7 @@ package rulecode
 // The codes. 1xx: the fence stopped a write; 2xx: a protected write without a usable
 // epoch; 3xx: a statement shape the rewrite cannot fence; 4xx: outside the allowlist;
 // 5xx: what the catalog shows (resolve: catalog); 6xx: claim discipline; 7xx: the
-// driver's arguments and session; 8xx: sqlfence check only.
+// driver's arguments and session; 8xx: sqlfence check and the Go analyzer only.
 const (
 	FencedRow      = "SF101"
 	FencedClaim    = "SF102"
@@ -70,6 +70,7 @@ const (
 	CheckOpaque        = "SF802"
 	CheckIgnoreNoWhy   = "SF803"
 	CheckUnusedIgnore  = "SF804"
+	DynamicWrite       = "SF805"
 )
 
 // Kind says what a code reports.
@@ -150,6 +151,7 @@ var All = []Info{
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},
 	{CheckUnusedIgnore, KindCheck, "sqlfence:ignore that suppresses nothing"},
+	{DynamicWrite, KindCheck, "a write to a protected table whose SQL text is not known before it runs"},
 }
 
 // Lookup returns the row of code.

@@ -41,13 +41,18 @@ QueryContext, QueryRow, QueryRowContext, Prepare, PrepareContext (pgx's
 Prepare(ctx, name, sql) too) and pgx Batch.Queue are checked as the driver would
 check them: a statement it refuses is a finding. Only literals, concatenations of
 literals and constants declared in the same package are seen; strings that do not
-parse as SQL are skipped. pgx CopyFrom into a protected table is a finding.
+parse as SQL are skipped, except statements with ? placeholders, which the driver
+refuses (SF321). pgx CopyFrom into a protected table is a finding. For the SQL that
+reaches database calls through variables, helpers and fmt.Sprintf, with the types
+known, use the Go analyzer (contrib/analyzer, sqlfence-vet).
 
 Suppress a finding with a comment that starts with sqlfence:ignore and gives a
 reason, directly before the statement (only comments in between) in SQL, or on the
 line of the call or the line before it in Go:
   -- sqlfence:ignore one-off repair after INC-1234, run with the guard override
   // sqlfence:ignore this service writes through plain pgx under the guard override
+A rule code after the marker limits it to that rule:
+  -- sqlfence:ignore SF301 nightly reset of the demo data, under the guard override
 A sqlfence:ignore without a reason, or one that suppresses nothing, is a finding.
 Statements that follow SELECT sqlfence.override('<reason>') in a SQL file, up to the
 next COMMIT or ROLLBACK, run under the guard's logged operator override (sqlfence
@@ -58,8 +63,11 @@ function call whose writes no epoch reaches, SF803 and SF804 a sqlfence:ignore w
 a reason or that suppresses nothing, and otherwise the code of the driver's refusal
 (SF301 TRUNCATE, …). The table of codes is in the README (SARIF: each rule's helpUri).
 
-Exit status: 0 no findings, 1 findings, 2 usage error, missing policy, or a file that
-cannot be read or parsed.
+A statement that does not parse is reported as an error, and the rest of its file is
+still checked.
+
+Exit status: 0 no findings, 1 findings, 2 usage error, missing policy, or a file or
+statement that cannot be read or parsed.
 
 Flags:
 `

@@ -245,7 +245,7 @@ func TestCheckBadInput(t *testing.T) {
 		want []string
 	}{
 		{"unparseable SQL", []string{"--policy", checkPolicy, "testdata/broken"}, cmdutil.ExitError,
-			[]string{`testdata/broken/broken.sql:2:23: error: syntax error at or near "quantity"`, "1 file could not be checked"}},
+			[]string{`testdata/broken/broken.sql:2:23: error: syntax error at or near "quantity"`, "1 statement could not be parsed"}},
 		{"nesting that could crash the parser", []string{"--policy", checkPolicy, "testdata/deep"}, cmdutil.ExitError,
 			[]string{"deep.sql:1:171: error: nested or chained too deeply for the parser"}},
 		{"missing policy file", []string{"--policy", filepath.Join(dir, "nope.yaml"), "testdata/sql"}, cmdutil.ExitError,
@@ -374,5 +374,75 @@ CREATE RULE notes_purge AS ON DELETE TO notes DO ALSO DELETE FROM inventory;
 			clitest.WantContains(t, "trigger finding", f.Message, "the trigger notes_restock on notes runs restock(), which writes the protected table inventory",
 				"every INSERT, DELETE of notes", "Fix: write inventory with statements of its own under an epoch")
 		}
+	}
+}
+
+// TestCheckKeepsGoing: a statement with a syntax error is reported, and every other
+// statement of the file is still checked — the unfenced UPDATE before it and the
+// TRUNCATE after it, through a routine body whose semicolons are its own.
+func TestCheckKeepsGoing(t *testing.T) {
+	t.Parallel()
+	path := clitest.WriteFile(t, t.TempDir(), "typo.sql", `UPDATE inventory SET quantity = 0 WHERE sku = 'a';
+UPDATE inventory SETT quantity = 1;
+CREATE FUNCTION two() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END;
+SELECT FROM WHERE;
+-- sqlfence:ignore SF301 nightly reset of the demo data, under the guard override
+TRUNCATE inventory;
+TRUNCATE billing.invoices;
+`)
+	out, errOut, code := cli(t, "--policy", checkPolicy, path)
+	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+	for _, want := range []string{
+		"typo.sql:1:1: SF801: UPDATE of protected table inventory",
+		"typo.sql:7:1: SF301: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout does not contain %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{
+		`typo.sql:2:23: error: syntax error at or near "quantity"`,
+		"\tUPDATE inventory SETT quantity = 1\n",
+		`typo.sql:4:13: error: syntax error at or near "WHERE"`,
+		"2 findings, 1 suppressed in 1 file (4 statements checked); 2 statements could not be parsed",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(out+errOut, "typo.sql:3:") {
+		t.Errorf("the BEGIN ATOMIC body was split at its own semicolons:\n%s%s", out, errOut)
+	}
+}
+
+// TestCheckGoQuestionMarks: a Go string with ? placeholders does not parse, but it is
+// SQL the driver refuses (SF321); a string that is no statement stays skipped. A
+// suppression that names a code covers only that code.
+func TestCheckGoQuestionMarks(t *testing.T) {
+	t.Parallel()
+	path := clitest.WriteFile(t, t.TempDir(), "q.go", `package q
+
+func f(db interface{ Query(string, ...any) (any, error); Exec(string, ...any) (any, error) }) {
+	db.Query("SELECT * FROM inventory WHERE sku = ?", "a")
+	db.Query("is it?")
+	db.Query("SELECT data ?| array['a'] FROM staging")
+	// sqlfence:ignore SF301 nightly reset of the demo data
+	db.Exec("TRUNCATE inventory")
+	// sqlfence:ignore SF303 the wrong code
+	db.Exec("TRUNCATE billing.invoices")
+	// sqlfence:ignore SF805 the Go analyzer's rule, not check's
+	db.Exec("UPDATE inventory SET " + "quantity = 0")
+}
+`)
+	res, code, errOut := checkJSON(t, path)
+	if code != cmdutil.ExitFindings {
+		t.Fatalf("exit code %d; stderr: %s", code, errOut)
+	}
+	want := []string{"q.go:4:11 SF321", "q.go:9:2 SF804", "q.go:10:10 SF301"}
+	if got := where(res.Findings); !slices.Equal(got, want) {
+		t.Errorf("findings:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if got := where(res.Suppressed); !slices.Equal(got, []string{"q.go:8:10 SF301"}) {
+		t.Errorf("suppressed: %v", got)
 	}
 }

@@ -48,11 +48,13 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 	byLine := map[int][]*suppression{}
 	for _, g := range f.file.Comments {
 		for _, c := range g.List {
-			reason, ok := parseIgnore(c.Text)
+			code, reason, ok := ParseIgnore(c.Text)
 			if !ok {
 				continue
 			}
-			s := &suppression{file: f.path, reason: reason}
+			// SF805 is the Go analyzer's rule (contrib/analyzer), which reads the same
+			// markers: a marker for it is not this linter's to call unused.
+			s := &suppression{file: f.path, code: code, reason: reason, used: code == rulecode.DynamicWrite}
 			s.line, s.col = ln.pos(off(c.Pos()))
 			s.endLine, s.endCol = ln.pos(off(c.End()))
 			all = append(all, s)
@@ -60,13 +62,16 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 			byLine[s.line+1] = append(byLine[s.line+1], s)
 		}
 	}
-	suppressionFor := func(line int) *suppression {
-		s := byLine[line]
+	suppressionFor := func(line int, rule string) *suppression {
+		var s []*suppression
+		for _, x := range byLine[line] {
+			if x.covers(rule) {
+				x.used = true
+				s = append(s, x)
+			}
+		}
 		if len(s) == 0 {
 			return nil
-		}
-		for _, x := range s {
-			x.used = true
 		}
 		for _, x := range s {
 			if x.reason != "" {
@@ -92,7 +97,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 				fnd.Line, fnd.Column = ln.pos(off(call.Pos()))
 				fnd.EndLine, fnd.EndColumn = ln.pos(off(call.End()))
 				res.Statements++
-				report(res, fnd, suppressionFor(callLine))
+				report(res, fnd, suppressionFor(callLine, fnd.Rule))
 			}
 			return true
 		}
@@ -122,9 +127,12 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		// Strings that are not SQL at all (a method of another package that happens
 		// to be called Query) are not the linter's business. The driver refuses input
 		// past the parser's bounds, and Plan below says so; parsing it here could crash.
+		// A statement with ? placeholders does not parse either, but it is SQL the
+		// driver refuses (SF321): MySQL habits, or sqlx without the bind type.
 		if scan, err := pg.Scan(query); err != nil || strings.TrimSpace(query) == "" {
 			return true
-		} else if _, err := pgtree.ParseScanned(query, scan.Tokens, pgtree.Limit); err != nil && !errors.As(err, new(*pgtree.BoundsError)) {
+		} else if _, err := pgtree.ParseScanned(query, scan.Tokens, pgtree.Limit); err != nil && !errors.As(err, new(*pgtree.BoundsError)) &&
+			!questionMarkStatement(query, scan.Tokens) {
 			return true
 		}
 		res.Statements++
@@ -147,7 +155,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		}
 		fnd.Line, fnd.Column = ln.pos(start)
 		fnd.EndLine, fnd.EndColumn = ln.pos(stop)
-		report(res, fnd, suppressionFor(callLine))
+		report(res, fnd, suppressionFor(callLine, fnd.Rule))
 		return true
 	})
 	settle(res, all)
@@ -182,4 +190,24 @@ func copyFromFinding(arg ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Pol
 	return finding{Rule: rulecode.CopyFrom, Table: t.QualifiedName.String(),
 		Message:   "pgx CopyFrom into protected table " + t.QualifiedName.String() + " bypasses the driver and cannot carry an epoch; insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
 		Statement: "CopyFrom(" + strings.Join(slices.Clone(parts), ".") + ")"}, true
+}
+
+// questionMarkStatement says whether text that does not parse is a statement with ?
+// placeholders: it starts as a statement does and has a ? outside literals (?| and ?&
+// are jsonb operators).
+func questionMarkStatement(query string, toks []*pg.ScanToken) bool {
+	if len(toks) == 0 {
+		return false
+	}
+	switch toks[0].Token {
+	case pg.Token_SELECT, pg.Token_INSERT, pg.Token_UPDATE, pg.Token_DELETE_P, pg.Token_WITH, pg.Token_MERGE, pg.Token_VALUES:
+	default:
+		return false
+	}
+	for _, t := range toks {
+		if op := query[t.Start:t.End]; t.Token == pg.Token_Op && strings.Contains(op, "?") && op != "?|" && op != "?&" {
+			return true
+		}
+	}
+	return false
 }

@@ -22,12 +22,18 @@ type finding struct {
 	Reason    string `json:"suppressed_because,omitempty"`
 }
 
-// fileError is a file the linter could not check.
+// Finding is a finding as other front ends of the same rules build one (the Go
+// analyzer's sqlfence-vet -sarif), for SARIF.
+type Finding = finding
+
+// fileError is a file the linter could not check, or, with Statement, a statement
+// of a file that does not parse (the rest of the file is checked).
 type fileError struct {
-	File    string `json:"file"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
-	Message string `json:"message"`
+	File      string `json:"file"`
+	Line      int    `json:"line,omitempty"`
+	Column    int    `json:"column,omitempty"`
+	Message   string `json:"message"`
+	Statement string `json:"statement,omitempty"`
 }
 
 // result is everything one run found; --format json prints it as it is.

@@ -95,6 +95,12 @@ type sarifNotification struct {
 	Locations []sarifLocation `json:"locations,omitempty"`
 }
 
+// SARIF is the SARIF log of findings, in the shape sqlfence check --format sarif
+// prints.
+func SARIF(findings []Finding) any {
+	return toSARIF(&result{Findings: findings})
+}
+
 func toSARIF(res *result) *sarifLog {
 	run := sarifRun{
 		Tool: sarifTool{Driver: sarifDriver{
@@ -114,7 +120,9 @@ func toSARIF(res *result) *sarifLog {
 		rule := sarifRule{ID: r.Code, HelpURI: rulecode.HelpURI(r.Code), ShortDescription: sarifMessage{r.Title},
 			FullDescription: sarifMessage{string(r.Kind) + ": " + r.Title}, Help: sarifMessage{help}}
 		rule.DefaultConfiguration.Level = "error"
-		if r.Code == rulecode.CheckIgnoreNoWhy || r.Code == rulecode.CheckUnusedIgnore {
+		// SF805 is a warning: text built at run time may well be fenced; a team that
+		// wants it to fail the build says so in its code-scanning settings.
+		if r.Code == rulecode.CheckIgnoreNoWhy || r.Code == rulecode.CheckUnusedIgnore || r.Code == rulecode.DynamicWrite {
 			rule.DefaultConfiguration.Level = "warning"
 		}
 		index[r.Code] = len(run.Tool.Driver.Rules)

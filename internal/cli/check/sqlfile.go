@@ -61,13 +61,9 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 		return
 	}
 	tree, err := pgtree.ParseScanned(text, scan.Tokens, pgtree.Limit)
-	if err != nil {
-		var pe *pgparser.Error
-		if errors.As(err, &pe) && pe.Cursorpos > 0 {
-			fileErr(runeOffset(text, pe.Cursorpos-1), pe.Message)
-		} else {
-			fileErr(-1, err.Error())
-		}
+	var pe *pgparser.Error
+	if err != nil && !errors.As(err, &pe) {
+		fileErr(-1, err.Error())
 		return
 	}
 
@@ -78,8 +74,8 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 	var pending []*suppression
 	for _, t := range toks {
 		if isComment(t.tok) {
-			if reason, ok := parseIgnore(text[t.start:t.end]); ok {
-				s := &suppression{file: path, reason: reason}
+			if code, reason, ok := ParseIgnore(text[t.start:t.end]); ok {
+				s := &suppression{file: path, code: code, reason: reason}
 				s.line, s.col = ln.pos(t.start)
 				s.endLine, s.endCol = ln.pos(t.end)
 				pending = append(pending, s)
@@ -92,6 +88,19 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 			pending = nil
 		}
 		code = append(code, t)
+	}
+
+	// A syntax error does not hide the rest of the file: its statements are parsed
+	// one by one, and each that does not parse is an error of its own.
+	if err != nil {
+		var bad []badStatement
+		tree = &pg.ParseResult{}
+		tree.Stmts, bad = parseByStatement(text, code)
+		for _, b := range bad {
+			e := fileError{File: path, Message: b.msg, Statement: excerpt(text[b.start:b.end])}
+			e.Line, e.Column = ln.pos(b.at)
+			res.Errors = append(res.Errors, e)
+		}
 	}
 
 	// A statement after SELECT sqlfence.override('<reason>') in the same transaction
@@ -137,13 +146,13 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 		f.EndLine, f.EndColumn = ln.pos(stop)
 		f.Statement = excerpt(text[start:stop])
 		var sup *suppression
-		if s := sups[start]; len(s) > 0 {
-			sup = s[0]
-			for _, other := range s[1:] {
-				other.used = true
-				if sup.reason == "" {
-					sup = other
-				}
+		for _, s := range sups[start] {
+			if !s.covers(f.Rule) {
+				continue
+			}
+			s.used = true
+			if sup == nil || sup.reason == "" {
+				sup = s
 			}
 		}
 		if override != nil && (sup == nil || sup.reason == "") {

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/rulecode"
@@ -32,15 +33,38 @@ func parseIgnore(comment string) (reason string, ok bool) {
 	return strings.TrimSpace(rest), true
 }
 
+// ruleCode is a rule code as a suppression may name it.
+var ruleCode = regexp.MustCompile(`^SF[0-9]{3}$`)
+
+// ParseIgnore reads a comment (with its delimiters) as sqlfence:ignore: whether it
+// is one, the rule code it is limited to when its first word is one ("" for every
+// rule: `sqlfence:ignore SF301 nightly reset` suppresses only SF301), and the reason
+// after it. The Go analyzer (contrib/analyzer) reads its comments with it too.
+func ParseIgnore(comment string) (code, reason string, ok bool) {
+	reason, ok = parseIgnore(comment)
+	if !ok {
+		return "", "", false
+	}
+	first, rest, _ := strings.Cut(reason, " ")
+	if ruleCode.MatchString(first) {
+		return first, strings.TrimSpace(rest), true
+	}
+	return "", reason, true
+}
+
 // suppression is one sqlfence:ignore comment in a file.
 type suppression struct {
 	file      string
 	line, col int
 	endLine   int
 	endCol    int
+	code      string // the rule it is limited to; "" for every rule
 	reason    string
 	used      bool
 }
+
+// covers says whether the suppression applies to a finding of rule.
+func (s *suppression) covers(rule string) bool { return s.code == "" || s.code == rule }
 
 // settle reports the suppressions that need a finding of their own: a missing reason,
 // or nothing suppressed.

@@ -16,6 +16,9 @@ func writeText(stdout, stderr io.Writer, res *result) {
 		} else {
 			fmt.Fprintf(stderr, "%s: error: %s\n", e.File, e.Message)
 		}
+		if e.Statement != "" {
+			fmt.Fprintf(stderr, "\t%s\n", e.Statement)
+		}
 	}
 	for _, f := range res.Findings {
 		fmt.Fprintf(stdout, "%s:%d:%d: %s: %s\n", f.File, f.Line, f.Column, f.Rule, f.Message)
@@ -29,8 +32,19 @@ func writeText(stdout, stderr io.Writer, res *result) {
 	}
 	summary := fmt.Sprintf("%d %s%s in %d %s (%d %s checked)", len(res.Findings), cmdutil.Plural(len(res.Findings), "finding", "findings"),
 		suppressed, res.Files, cmdutil.Plural(res.Files, "file", "files"), res.Statements, cmdutil.Plural(res.Statements, "statement", "statements"))
-	if len(res.Errors) > 0 {
-		summary += fmt.Sprintf("; %d %s could not be checked", len(res.Errors), cmdutil.Plural(len(res.Errors), "file", "files"))
+	files, stmts := 0, 0
+	for _, e := range res.Errors {
+		if e.Statement != "" {
+			stmts++
+		} else {
+			files++
+		}
+	}
+	if files > 0 {
+		summary += fmt.Sprintf("; %d %s could not be checked", files, cmdutil.Plural(files, "file", "files"))
+	}
+	if stmts > 0 {
+		summary += fmt.Sprintf("; %d %s could not be parsed", stmts, cmdutil.Plural(stmts, "statement", "statements"))
 	}
 	fmt.Fprintf(stderr, "sqlfence check: %s\n", summary)
 }

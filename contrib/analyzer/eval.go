@@ -1,0 +1,308 @@
+// What SQL text an expression holds, as far as the source shows it: constants,
+// concatenation, fmt.Sprintf with a constant format, locals assigned once and
+// same-package helpers that return one expression. Whatever else stays a hole.
+
+package analyzer
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/token"
+	"go/types"
+	"strconv"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// maxDepth bounds how far the evaluator follows variables and helpers.
+const maxDepth = 8
+
+// text is SQL text as a sequence of known parts and holes (text not known before
+// the program runs).
+type text struct{ parts []part }
+
+type part struct {
+	s    string
+	hole bool
+}
+
+func knownText(s string) text { return text{parts: []part{{s: s}}} }
+
+var holeText = text{parts: []part{{hole: true}}}
+
+func (t text) concat(u text) text {
+	out := text{parts: append(append([]part(nil), t.parts...), u.parts...)}
+	return out
+}
+
+// known returns the text when no part of it is a hole.
+func (t text) known() (string, bool) {
+	s := ""
+	for _, p := range t.parts {
+		if p.hole {
+			return "", false
+		}
+		s += p.s
+	}
+	return s, true
+}
+
+// evaluator evaluates expressions of one package.
+type evaluator struct {
+	pass *analysis.Pass
+	// values lists, for each variable of the package, every value assigned to it
+	// (declarations included; for += the text appended), nil for a value the source
+	// does not show: a tuple, a range, an address taken, after which anything may
+	// write it.
+	values map[*types.Var][]ast.Expr
+	// returns holds each function of the package whose body is a single return
+	// statement of one expression.
+	returns map[*types.Func]*ast.FuncDecl
+	// busy are the variables being evaluated, so that q = q + "…" ends.
+	busy map[*types.Var]bool
+}
+
+// emptyString is the value of var q string.
+var emptyString = &ast.BasicLit{Kind: token.STRING, Value: `""`}
+
+func newEvaluator(pass *analysis.Pass) *evaluator {
+	ev := &evaluator{pass: pass, values: map[*types.Var][]ast.Expr{}, returns: map[*types.Func]*ast.FuncDecl{},
+		busy: map[*types.Var]bool{}}
+	assign := func(id ast.Expr, value ast.Expr) {
+		ident, ok := ast.Unparen(id).(*ast.Ident)
+		if !ok {
+			return
+		}
+		if v, ok := pass.TypesInfo.ObjectOf(ident).(*types.Var); ok {
+			ev.values[v] = append(ev.values[v], value)
+		}
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				for i, l := range n.Lhs {
+					var value ast.Expr
+					if len(n.Lhs) == len(n.Rhs) && (n.Tok == token.ASSIGN || n.Tok == token.DEFINE || n.Tok == token.ADD_ASSIGN) {
+						value = n.Rhs[i]
+					}
+					assign(l, value)
+				}
+			case *ast.ValueSpec:
+				for i, name := range n.Names {
+					switch {
+					case len(n.Values) == len(n.Names):
+						assign(name, n.Values[i])
+					case len(n.Values) == 0:
+						assign(name, emptyString)
+					default:
+						assign(name, nil)
+					}
+				}
+			case *ast.UnaryExpr:
+				if n.Op == token.AND {
+					assign(n.X, nil)
+				}
+			case *ast.RangeStmt:
+				assign(n.Key, nil)
+				if n.Value != nil {
+					assign(n.Value, nil)
+				}
+			case *ast.FuncDecl:
+				if n.Body != nil && len(n.Body.List) == 1 {
+					if r, ok := n.Body.List[0].(*ast.ReturnStmt); ok && len(r.Results) == 1 {
+						if fn, ok := pass.TypesInfo.Defs[n.Name].(*types.Func); ok {
+							ev.returns[fn] = n
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	return ev
+}
+
+// env binds a helper's parameters to the text of the call's arguments.
+type env map[*types.Var]text
+
+// eval returns the text of e.
+func (ev *evaluator) eval(e ast.Expr, bound env, depth int) text {
+	info := ev.pass.TypesInfo
+	if tv, ok := info.Types[e]; ok && tv.Value != nil {
+		if tv.Value.Kind() == constant.String {
+			return knownText(constant.StringVal(tv.Value))
+		}
+		return knownText(tv.Value.ExactString())
+	}
+	if depth > maxDepth {
+		return holeText
+	}
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		return ev.eval(e.X, bound, depth+1)
+	case *ast.BinaryExpr:
+		if e.Op == token.ADD && isStringType(info.TypeOf(e)) {
+			return ev.eval(e.X, bound, depth+1).concat(ev.eval(e.Y, bound, depth+1))
+		}
+	case *ast.Ident:
+		v, ok := info.Uses[e].(*types.Var)
+		if !ok {
+			break
+		}
+		if t, ok := bound[v]; ok {
+			return t
+		}
+		return ev.variable(v, depth)
+	case *ast.CallExpr:
+		return ev.call(e, bound, depth)
+	case *ast.BasicLit: // emptyString
+		if s, err := strconv.Unquote(e.Value); err == nil && e.Kind == token.STRING {
+			return knownText(s)
+		}
+	}
+	return holeText
+}
+
+// variable is the text of a variable: its value when it is assigned once (a local,
+// or an unexported package variable, which no other package can assign), and
+// otherwise every value it is assigned with holes between them — never known, but
+// what protectedWrite reads for a statement built in steps.
+func (ev *evaluator) variable(v *types.Var, depth int) text {
+	values := ev.values[v]
+	if ev.busy[v] || len(values) == 0 || v.Exported() && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() {
+		return holeText
+	}
+	ev.busy[v] = true
+	defer delete(ev.busy, v)
+	if len(values) == 1 && values[0] != nil {
+		return ev.eval(values[0], nil, depth+1)
+	}
+	out := holeText
+	for _, value := range values {
+		if value != nil {
+			out = out.concat(ev.eval(value, nil, depth+1)).concat(holeText)
+		}
+	}
+	return out
+}
+
+func (ev *evaluator) call(call *ast.CallExpr, bound env, depth int) text {
+	fn := funcOf(ev.pass.TypesInfo, call)
+	if fn == nil || call.Ellipsis.IsValid() {
+		return holeText
+	}
+	if fn.Pkg() != nil && fn.Pkg().Path() == "fmt" && fn.Name() == "Sprintf" && len(call.Args) > 0 {
+		return ev.sprintf(call, bound, depth)
+	}
+	if fn.Pkg() != nil && fn.Pkg().Path() == pkgSqlx && fn.Name() == "Rebind" && len(call.Args) > 0 {
+		// (*sqlx.DB).Rebind(query), or sqlx.Rebind(sqlx.DOLLAR, query): ? becomes $n.
+		return ev.eval(call.Args[len(call.Args)-1], bound, depth+1).numberQuestionMarks()
+	}
+	decl, ok := ev.returns[fn.Origin()]
+	if !ok {
+		return holeText
+	}
+	// A helper in this package: evaluate its one returned expression with its
+	// parameters bound to the arguments.
+	inner := env{}
+	i := 0
+	for _, field := range decl.Type.Params.List {
+		for _, name := range field.Names {
+			if v, ok := ev.pass.TypesInfo.Defs[name].(*types.Var); ok && i < len(call.Args) {
+				if _, variadic := field.Type.(*ast.Ellipsis); !variadic {
+					inner[v] = ev.eval(call.Args[i], bound, depth+1)
+				}
+			}
+			i++
+		}
+	}
+	if len(decl.Type.Params.List) > 0 && len(decl.Type.Params.List[0].Names) == 0 {
+		return holeText
+	}
+	return ev.eval(decl.Body.List[0].(*ast.ReturnStmt).Results[0], inner, depth+1)
+}
+
+// sprintf formats fmt.Sprintf with a constant format: %s and %v of known text insert
+// it, %d and %v of an integer insert a number (any integer is judged alike: the
+// statement's shape does not change), %q of known text a quoted string, %% a percent
+// sign; anything else is a hole.
+func (ev *evaluator) sprintf(call *ast.CallExpr, bound env, depth int) text {
+	format, ok := ev.eval(call.Args[0], bound, depth+1).known()
+	if !ok {
+		return holeText
+	}
+	args := call.Args[1:]
+	var out text
+	lit := ""
+	next := 0
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' {
+			lit += string(c)
+			continue
+		}
+		j := i + 1
+		for j < len(format) && isFlag(format[j]) {
+			j++
+		}
+		if j >= len(format) {
+			return holeText
+		}
+		verb := format[j]
+		if verb == '%' && j == i+1 {
+			lit += "%"
+			i = j
+			continue
+		}
+		if j != i+1 || next >= len(args) {
+			return holeText // widths, flags, indexes, a missing argument: not followed
+		}
+		a := args[next]
+		next++
+		i = j
+		var piece text
+		switch t := ev.pass.TypesInfo.TypeOf(a); {
+		case (verb == 's' || verb == 'v') && isStringType(t):
+			piece = ev.eval(a, bound, depth+1)
+		case (verb == 'd' || verb == 'v') && isInteger(t):
+			piece = ev.eval(a, bound, depth+1)
+			if _, known := piece.known(); !known {
+				piece = knownText("1")
+			}
+		case verb == 'q' && isStringType(t):
+			piece = holeText
+			if s, ok := ev.eval(a, bound, depth+1).known(); ok {
+				piece = knownText(strconv.Quote(s))
+			}
+		default:
+			piece = holeText
+		}
+		out = out.concat(knownText(lit)).concat(piece)
+		lit = ""
+	}
+	if next != len(args) {
+		return holeText
+	}
+	return out.concat(knownText(lit))
+}
+
+func isFlag(c byte) bool {
+	return c == '+' || c == '-' || c == '#' || c == ' ' || c == '0' || '1' <= c && c <= '9' || c == '.' || c == '[' || c == ']' || c == '*'
+}
+
+func isStringType(t types.Type) bool {
+	b, ok := t.(*types.Basic)
+	if t != nil && !ok {
+		b, ok = t.Underlying().(*types.Basic)
+	}
+	return ok && b.Info()&types.IsString != 0
+}
+
+func isInteger(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsInteger != 0
+}

@@ -1,0 +1,24 @@
+module github.com/sqlfence/sqlfence/contrib/analyzer
+
+go 1.26.0
+
+replace github.com/sqlfence/sqlfence => ../..
+
+require (
+	github.com/golangci/plugin-module-register v0.1.2
+	github.com/pganalyze/pg_query_go/v6 v6.2.5
+	github.com/sqlfence/sqlfence v0.0.0-00010101000000-000000000000
+	golang.org/x/tools v0.52.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/protobuf v1.33.0 // indirect
+)

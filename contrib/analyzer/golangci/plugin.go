@@ -1,0 +1,54 @@
+// Package golangci is sqlfence's analyzer as a golangci-lint module plugin. Build a
+// custom golangci-lint with it (golangci-lint custom, from a .custom-gcl.yml that
+// lists github.com/sqlfence/sqlfence/contrib/analyzer with import path
+// github.com/sqlfence/sqlfence/contrib/analyzer/golangci) and enable it in
+// .golangci.yml:
+//
+//	linters:
+//	  enable: [sqlfence]
+//	  settings:
+//	    custom:
+//	      sqlfence:
+//	        type: module
+//	        settings:
+//	          policy: sqlfence.yaml
+package golangci
+
+import (
+	"fmt"
+
+	"github.com/golangci/plugin-module-register/register"
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/sqlfence/sqlfence/contrib/analyzer"
+)
+
+func init() { register.Plugin("sqlfence", New) }
+
+// Settings are the plugin's settings in .golangci.yml.
+type Settings struct {
+	// Policy is the path of the sqlfence policy file, relative to where golangci-lint
+	// runs; "" reads $SQLFENCE_POLICY.
+	Policy string `json:"policy"`
+}
+
+// New is the plugin's constructor, as golangci-lint calls it with the settings.
+func New(settings any) (register.LinterPlugin, error) {
+	s, err := register.DecodeSettings[Settings](settings)
+	if err != nil {
+		return nil, fmt.Errorf("sqlfence plugin settings: %w (the one setting is policy: PATH)", err)
+	}
+	pol, err := analyzer.LoadPolicy(s.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return plugin{analyzer.New(pol)}, nil
+}
+
+type plugin struct{ a *analysis.Analyzer }
+
+func (p plugin) BuildAnalyzers() ([]*analysis.Analyzer, error) { return []*analysis.Analyzer{p.a}, nil }
+
+// GetLoadMode asks for type information: the analyzer reads go/types constants and
+// method sets.
+func (plugin) GetLoadMode() string { return register.LoadModeTypesInfo }
