@@ -78,18 +78,6 @@ type Event struct {
 	Duration time.Duration
 }
 
-// WithObserver calls fn with an [Event] for every statement the connector's
-// connections decide and every check of a fenced write's result, on the goroutine
-// that runs the statement and before the statement's result returns: fn must be
-// quick and must not use the connection. The context is the statement's, so fn can
-// add to the caller's trace span. The contrib/otel module provides one.
-func WithObserver(fn func(context.Context, Event)) ConnectorOption {
-	return func(c *connectorConfig) error {
-		c.observer = fn
-		return nil
-	}
-}
-
 // note hands e to the shadow tally and the observer. Callers test f.observing first,
 // so a connector without either pays one branch per statement.
 func (f *enforcer) note(ctx context.Context, e Event) {

@@ -47,3 +47,29 @@ func WithCacheLimits(entries, bytes int) ConnectorOption {
 		return nil
 	}
 }
+
+// WithObserver calls fn with an [Event] for every statement the connector's
+// connections decide and every check of a fenced write's result, on the goroutine
+// that runs the statement and before the statement's result returns: fn must be
+// quick and must not use the connection. The context is the statement's, so fn can
+// add to the caller's trace span. The contrib/otel module provides one.
+func WithObserver(fn func(context.Context, Event)) ConnectorOption {
+	return func(c *connectorConfig) error {
+		c.observer = fn
+		return nil
+	}
+}
+
+// WithShadowSummary sets how often a connector under `enforce: shadow` logs the summary
+// of what enforcement would have done (default one minute); 0 turns the summary off,
+// and [ShadowReportOf] still counts. The summary is logged by a statement that runs
+// once the interval has passed, so an idle connector logs nothing.
+func WithShadowSummary(every time.Duration) ConnectorOption {
+	return func(c *connectorConfig) error {
+		if every < 0 {
+			return fmt.Errorf("sqlfence: WithShadowSummary(%v): the interval cannot be negative (0 turns the summary off)", every)
+		}
+		c.shadowEvery = every
+		return nil
+	}
+}

@@ -63,6 +63,39 @@ var (
 )
 
 func (p *policyParser) parse(data []byte) (*Policy, error) {
+	root, err := p.document(data)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := p.mapping(root, "at top level")
+	if err != nil {
+		return nil, err
+	}
+	// version first: keys that are unknown to version 1 may be perfectly
+	// good in a later version, and "unsupported version" is the useful
+	// message then.
+	v, ok := keys.get("version")
+	if !ok {
+		return nil, p.errorf(root.Line, `version is missing; start the file with "version: 1"`)
+	}
+	if v.ShortTag() != "!!int" || v.Value != "1" {
+		return nil, p.errorf(v.Line, `unsupported version %s; this sqlfence reads "version: 1"`, describeNode(v))
+	}
+	if err := p.checkKeys(keys, policyTopLevelKeys, "at top level"); err != nil {
+		return nil, err
+	}
+	pol, err := p.settings(keys)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.lists(keys, root, pol); err != nil {
+		return nil, err
+	}
+	return pol, nil
+}
+
+// document decodes the file's one YAML document and returns its top-level mapping.
+func (p *policyParser) document(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -93,31 +126,18 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, p.errorf(root.Line, "the policy must be a mapping with version and tables, got %s", describeNode(root))
 	}
-	keys, err := p.mapping(root, "at top level")
-	if err != nil {
-		return nil, err
-	}
+	return root, nil
+}
 
-	// version first: keys that are unknown to version 1 may be perfectly
-	// good in a later version, and "unsupported version" is the useful
-	// message then.
-	v, ok := keys.get("version")
-	if !ok {
-		return nil, p.errorf(root.Line, `version is missing; start the file with "version: 1"`)
-	}
-	if v.ShortTag() != "!!int" || v.Value != "1" {
-		return nil, p.errorf(v.Line, `unsupported version %s; this sqlfence reads "version: 1"`, describeNode(v))
-	}
-	if err := p.checkKeys(keys, policyTopLevelKeys, "at top level"); err != nil {
-		return nil, err
-	}
-
+// settings reads the top-level scalar settings, each with its default.
+func (p *policyParser) settings(keys policyMapping) (*Policy, error) {
 	pol := &Policy{
 		Source:      p.source,
 		EpochColumn: defaultPolicyEpochColumn,
 		Mode:        ModeStrict,
 		Enforce:     EnforceOn,
 	}
+	var err error
 	if n, ok := keys.get("epoch_column"); ok {
 		if pol.EpochColumn, err = p.column(n); err != nil {
 			return nil, err
@@ -133,66 +153,63 @@ func (p *policyParser) parse(data []byte) (*Policy, error) {
 			return nil, err
 		}
 	}
-	if n, ok := keys.get("unfenced"); ok {
-		s, err := p.choice(n, "unfenced", "deny", "allow")
+	for _, c := range []struct {
+		key, no, yes string
+		set          *bool
+	}{
+		{"unfenced", "deny", "allow", &pol.AllowUnfenced},
+		{"enforce", "on", "shadow", nil},
+		{"ddl", "deny", "allow", &pol.AllowDDL},
+		{"resolve", "none", "catalog", &pol.ResolveCatalog},
+	} {
+		n, ok := keys.get(c.key)
+		if !ok {
+			continue
+		}
+		s, err := p.choice(n, c.key, c.no, c.yes)
 		if err != nil {
 			return nil, err
 		}
-		pol.AllowUnfenced = s == "allow"
-	}
-	if n, ok := keys.get("enforce"); ok {
-		s, err := p.choice(n, "enforce", "on", "shadow")
-		if err != nil {
-			return nil, err
-		}
-		pol.Enforce = EnforceOn
-		if s == "shadow" {
+		if c.set != nil {
+			*c.set = s == c.yes
+		} else if s == c.yes {
 			pol.Enforce = EnforceShadow
 		}
 	}
+	return pol, nil
+}
 
+// lists reads the tables, functions and claim tables.
+func (p *policyParser) lists(keys policyMapping, root *yaml.Node, pol *Policy) error {
 	n, ok := keys.get("tables")
 	if !ok {
-		return nil, p.errorf(root.Line, "tables is missing; list the protected tables under tables:")
+		return p.errorf(root.Line, "tables is missing; list the protected tables under tables:")
 	}
+	var err error
 	if pol.Tables, err = p.tables(n, pol); err != nil {
-		return nil, err
+		return err
 	}
 	if n, ok := keys.get("functions"); ok {
 		if pol.Functions, err = p.functions(n, "functions"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if n, ok := keys.get("safe_functions"); ok {
 		if pol.SafeFunctions, err = p.functions(n, "safe_functions"); err != nil {
-			return nil, err
+			return err
 		}
 		for _, f := range pol.SafeFunctions {
 			if slices.Contains(pol.Functions, f) {
-				return nil, p.errorf(n.Line, "function %s is under both functions: (writes protected tables) and safe_functions: (writes none)", f)
+				return p.errorf(n.Line, "function %s is under both functions: (writes protected tables) and safe_functions: (writes none)", f)
 			}
 		}
 	}
-	if n, ok := keys.get("ddl"); ok {
-		s, err := p.choice(n, "ddl", "deny", "allow")
-		if err != nil {
-			return nil, err
-		}
-		pol.AllowDDL = s == "allow"
-	}
 	if n, ok := keys.get("claims"); ok {
 		if pol.Claims, err = p.claims(n, pol); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if n, ok := keys.get("resolve"); ok {
-		s, err := p.choice(n, "resolve", "none", "catalog")
-		if err != nil {
-			return nil, err
-		}
-		pol.ResolveCatalog = s == "catalog"
-	}
-	return pol, nil
+	return nil
 }
 
 func (p *policyParser) tables(n *yaml.Node, pol *Policy) ([]Table, error) {

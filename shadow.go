@@ -86,20 +86,6 @@ func ShadowReportOf(c driver.Connector) (r ShadowReport, ok bool) {
 	return fc.cfg.shadow.report(), true
 }
 
-// WithShadowSummary sets how often a connector under `enforce: shadow` logs the summary
-// of what enforcement would have done (default one minute); 0 turns the summary off,
-// and [ShadowReportOf] still counts. The summary is logged by a statement that runs
-// once the interval has passed, so an idle connector logs nothing.
-func WithShadowSummary(every time.Duration) ConnectorOption {
-	return func(c *connectorConfig) error {
-		if every < 0 {
-			return fmt.Errorf("sqlfence: WithShadowSummary(%v): the interval cannot be negative (0 turns the summary off)", every)
-		}
-		c.shadowEvery = every
-		return nil
-	}
-}
-
 type shadowTally struct {
 	since  time.Time
 	every  time.Duration
