@@ -7,7 +7,6 @@ package sqlfence
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"log/slog"
 	"sync"
 
@@ -205,54 +204,4 @@ func userArgs(d *engine.Decision, query string, args []driver.NamedValue) ([]dri
 		}
 	}
 	return user, len(user), nil
-}
-
-// queryConn runs a query on the inner connection, through QueryerContext when it has
-// one and through a prepared statement otherwise, so that classification does not
-// depend on an optional interface.
-func queryConn(ctx context.Context, c driver.Conn, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if q, ok := c.(driver.QueryerContext); ok {
-		rows, err := q.QueryContext(ctx, query, args)
-		if !errors.Is(err, driver.ErrSkip) {
-			return rows, err
-		}
-	}
-	var (
-		st  driver.Stmt
-		err error
-	)
-	if p, ok := c.(driver.ConnPrepareContext); ok {
-		st, err = p.PrepareContext(ctx, query)
-	} else {
-		st, err = c.Prepare(query)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var rows driver.Rows
-	if sq, ok := st.(driver.StmtQueryContext); ok {
-		rows, err = sq.QueryContext(ctx, args)
-	} else {
-		//lint:ignore SA1019 an inner driver without the context method has only this one; database/sql falls back to it the same way
-		rows, err = st.Query(values(args))
-	}
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &stmtRows{Rows: rows, stmt: st}, nil
-}
-
-// stmtRows closes the statement a query was prepared for along with its rows.
-type stmtRows struct {
-	driver.Rows
-	stmt driver.Stmt
-}
-
-func (r *stmtRows) Close() error {
-	err := r.Rows.Close()
-	if cerr := r.stmt.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

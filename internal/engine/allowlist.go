@@ -2,7 +2,7 @@
 // what it does to protected tables. Reads, fenced or provably unprotected DML,
 // transaction control, a list of settings, and a few session statements pass;
 // everything else is refused with what to do instead. Writes to protected tables are
-// then found (writes.go) and fenced (rewrite*.go).
+// then found (protected.go) and fenced (rewrite*.go).
 
 package engine
 

@@ -147,7 +147,7 @@ func judgeBodyText(p *Policy, what, q string) *Error {
 		return e
 	}
 	if p.judging != nil && p.judging.callsOnly {
-		return admitCalls(p, tree.ProtoReflect()) // lists the calls (snapshot.go)
+		return admitCalls(p, tree.ProtoReflect()) // lists the calls (catalog.go)
 	}
 	for _, raw := range tree.Stmts {
 		if e := admitStatement(p, raw.Stmt); e != nil {

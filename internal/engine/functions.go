@@ -34,7 +34,7 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 // built-in that cannot (PostgreSQL forbids STABLE and IMMUTABLE functions to write;
 // the volatile built-ins are reviewed one by one), a function the policy declares
 // safe, or — with resolve: catalog — a user function whose body, and everything it
-// calls, the catalog shows writes none (snapshot.go). An unqualified name may resolve
+// calls, the catalog shows writes none (catalog.go). An unqualified name may resolve
 // to a user function of that name in any schema, even one that shadows a built-in,
 // so every one is judged. how is "call" or "CALL", for messages.
 func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {

@@ -76,7 +76,7 @@ type Policy struct {
 	// without allocation.
 	tables *policyTableIndex
 	funcs  *policyFuncIndex
-	// catalog is what resolve: catalog read (snapshot.go); judging is set only on the
+	// catalog is what resolve: catalog read (catalog.go); judging is set only on the
 	// copy that judges a routine body read from it.
 	catalog *catalogSnapshot
 	judging *bodyJudgment

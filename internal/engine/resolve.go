@@ -1,6 +1,6 @@
 // resolve: catalog, the reading: the relations a protected table can also be written
 // through, its epoch column's type, and the snapshot of routines, triggers, rules and
-// keys the analysis judges from (snapshot.go).
+// keys the analysis judges from (catalog.go).
 
 package engine
 
@@ -18,7 +18,7 @@ import (
 // inheritance children, parents and updatable views through which a protected table
 // can also be written, whether each epoch column is one the fence can work with, and
 // the snapshot the analysis judges the rest from — user functions, triggers, rules,
-// foreign-key actions (snapshot.go). It returns the policy extended with those
+// foreign-key actions (catalog.go). It returns the policy extended with those
 // relations and that snapshot.
 func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	var extra []Table

@@ -11,7 +11,7 @@ import (
 
 // Snapshot is what resolve: catalog reads besides the relations of each protected
 // table: everything through which a statement can write a protected table without
-// naming it. It is plain data; the driver judges it (sqlfence's snapshot.go), and the
+// naming it. It is plain data; the driver judges it (internal/engine/catalog.go), and the
 // sqlfence command reports from the same judgement.
 type Snapshot struct {
 	// Functions are the user functions, procedures and aggregates: every routine

@@ -1,23 +1,13 @@
-// resolve: catalog over database/sql: the engine reads the catalog through the
-// inner connection; CheckCatalog for `sqlfence guard`.
+// What the catalog holds that makes sqlfence refuse writes whose text does not show
+// why (CheckCatalog, CatalogFinding), for `sqlfence guard`.
 
 package sqlfence
 
 import (
 	"context"
-	"database/sql/driver"
-	"errors"
-	"io"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
-
-// queryerQuerier runs the engine's catalog reads on an inner connection.
-func queryerQuerier(q driver.QueryerContext) engine.Querier {
-	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		return queryAll(ctx, q, sql, args...)
-	}
-}
 
 // CheckCatalog reads the catalog as resolve: catalog does and returns what in it
 // makes the driver refuse writes whose text does not show why: foreign keys whose
@@ -54,37 +44,4 @@ type CatalogFinding struct {
 	Events   string // the writes refused: "INSERT, UPDATE", …
 	Code     string // the rule code of the refusal (SF501 foreign key, SF502 trigger, SF503 rule)
 	Message  string // why, and what to do
-}
-
-// queryAll runs query on the inner connection and returns every row.
-func queryAll(ctx context.Context, q driver.QueryerContext, query string, args ...any) ([][]any, error) {
-	named := make([]driver.NamedValue, len(args))
-	for i, a := range args {
-		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-	}
-	rows, err := q.QueryContext(ctx, query, named)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return readAll(rows)
-}
-
-// readAll reads every row of rows.
-func readAll(rows driver.Rows) ([][]any, error) {
-	var out [][]any
-	for {
-		row := make([]driver.Value, len(rows.Columns()))
-		if err := rows.Next(row); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		vals := make([]any, len(row))
-		for i, v := range row {
-			vals[i] = v
-		}
-		out = append(out, vals)
-	}
 }

@@ -1,7 +1,7 @@
 // The catalog snapshot of resolve: catalog: what the catalog shows about how a
 // statement can write a protected table without naming it — the bodies of user
 // functions, triggers, rules, foreign-key actions, parents and views over protected
-// tables — turned into what the analysis consults. catalog.go reads it from the
+// tables — turned into what the analysis consults. resolve.go reads it from the
 // database (internal/pgcatalog); everything here is analysis and talks to no database.
 
 package engine

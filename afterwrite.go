@@ -1,5 +1,5 @@
 // After a fenced write, the database/sql front's half: the engine's checks run over
-// the inner connection (internal/engine/results.go decides what they mean), timed for
+// the inner connection (internal/engine/explain.go decides what they mean), timed for
 // the observer, and a fence cancels the handler's context.
 
 package sqlfence
@@ -77,22 +77,6 @@ func (f *enforcer) wrapRows(ctx context.Context, q driver.Conn, rows driver.Rows
 		fr.explain = func() error { return nil }
 	}
 	return fr
-}
-
-// connQuerier runs the engine's queries on the inner connection.
-func connQuerier(c driver.Conn) engine.Querier {
-	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		named := make([]driver.NamedValue, len(args))
-		for i, a := range args {
-			named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-		}
-		rows, err := queryConn(ctx, c, sql, named)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		return readAll(rows)
-	}
 }
 
 // checkFailed reports a failed check query. The write itself already ran, so the
