@@ -41,6 +41,7 @@ var notRendered = map[string]string{
 	rulecode.CheckOpaque:        "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
 	rulecode.CheckIgnoreNoWhy:   "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
 	rulecode.CheckUnusedIgnore:  "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
+	rulecode.DynamicWrite:       "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
 }
 
 const policyYAML = `version: 1
