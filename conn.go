@@ -261,7 +261,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		}
 		return res, err
 	}
-	call, err := c.enf.bind(ctx, d, query, args)
+	call, err := c.enf.bind(ctx, d, query, args, c.params != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		}
 		return rows, err
 	}
-	call, err := c.enf.bind(ctx, d, query, args)
+	call, err := c.enf.bind(ctx, d, query, args, false)
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,10 @@ type call struct {
 // application's text is sent unchanged. The call is returned by value so that it can
 // live on the caller's stack: at a cache hit the only allocation left is the argument
 // slice with the epoch appended.
-func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, args []driver.NamedValue) (call, error) {
+//
+// oneTrip asks, for a statement the application sent without arguments to a pgx
+// connection, that a fenced text go out in one round trip: see oneTripMode.
+func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, args []driver.NamedValue, oneTrip bool) (call, error) {
 	if d.Act() == engine.ActPass {
 		if f.observing {
 			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
@@ -86,20 +89,38 @@ func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, a
 	}
 	// A new slice of exactly the right size: the application's slice must not be
 	// written, and append would round its capacity up to the next size class.
-	extra := 1
+	extra, lead := 1, 0
 	if b.Claim != nil {
 		extra = 2
 	}
-	c.args = make([]driver.NamedValue, len(args)+extra)
-	copy(c.args, args)
+	if oneTrip && len(args) == 0 {
+		lead = 1
+	}
+	c.args = make([]driver.NamedValue, lead+len(args)+extra)
+	if lead == 1 {
+		c.args[0] = driver.NamedValue{Value: oneTripMode}
+	}
+	copy(c.args[lead:], args)
 	// The epoch as WithEpoch boxed it: boxing it again would allocate on every
 	// execution (Go only has preallocated boxes for 0…255).
-	c.args[len(args)] = driver.NamedValue{Ordinal: len(args) + 1, Value: ctx.Value(epochKey{})}
+	c.args[lead+len(args)] = driver.NamedValue{Ordinal: len(args) + 1, Value: ctx.Value(epochKey{})}
 	if b.Claim != nil {
-		c.args[len(args)+1] = driver.NamedValue{Ordinal: len(args) + 2, Value: b.Claim.Key()}
+		c.args[lead+len(args)+1] = driver.NamedValue{Ordinal: len(args) + 2, Value: b.Claim.Key()}
 	}
 	return c, nil
 }
+
+// oneTripMode is how a fenced statement that the application sent without
+// arguments goes out on a pgx connection. Without arguments pgx sends a text in one
+// simple-protocol round trip and keeps nothing on the server; the epoch parameter the
+// fence adds would make every new text (values inlined by an ORM) a prepare and an
+// execute of a new named statement: an extra round trip, and a server-side statement
+// per text. pgx.QueryExecModeExec sends the text and its parameters in one round trip
+// on the unnamed statement, leaving nothing behind. The parameters still travel apart
+// from the text, so the server receives the text sqlfence verified, byte for byte;
+// their types are inferred by the server from the text (the epoch is cast to bigint
+// there). It is not used for Query, whose result formats pgx chooses by mode.
+var oneTripMode any = pgx.QueryExecModeExec
 
 // bindCall is what every front's bind shares: the engine binds d to the context's
 // session, and the outcome is noted, logged, shadowed or turned into the *Error to

@@ -64,7 +64,7 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		}
 		s.d, s.enf = d, s.conn.enf
 	}
-	c, err := s.conn.enf.bind(ctx, s.d, s.query, args)
+	c, err := s.conn.enf.bind(ctx, s.d, s.query, args, false)
 	if err != nil {
 		return call{}, err
 	}
