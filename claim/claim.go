@@ -178,6 +178,9 @@ type table struct {
 	completeSQL string // $1 id, $2 epoch
 	releaseSQL  string // $1 id, $2 epoch, $3 retry-after µs
 	inspectSQL  string // $1 id → status, epoch, expires_at, available_at, now()
+	checkSQL    string // $1 id, $2 epoch → one row while the claim holds, locked FOR KEY SHARE
+
+	keyNS string // KeyNamespace, for effect keys
 }
 
 // leaseConfig resolves the settings Jobs and Ledger share.

@@ -43,6 +43,12 @@ type JobsConfig struct {
 	// waits: it skips the job and takes another. Claimed inside a *sql.Tx,
 	// the lock_timeout stays set until that transaction ends.
 	TakeoverWait time.Duration
+	// KeyNamespace goes into every effect key of this table's jobs
+	// (Lease.Key). Leave it empty when one database's keys reach the
+	// receivers; give each database its own when several do (staging and
+	// production sending to one payment account), or their job 1 of table
+	// jobs would be the same effect.
+	KeyNamespace string
 }
 
 // JobColumns names the columns the claim reads and writes. Empty fields take
@@ -67,7 +73,7 @@ type Jobs struct {
 
 // NewJobs checks cfg and prepares the claim statements for its table.
 func NewJobs(cfg JobsConfig) (*Jobs, error) {
-	j := &Jobs{t: table{kind: "jobs table"}}
+	j := &Jobs{t: table{kind: "jobs table", keyNS: cfg.KeyNamespace}}
 	seq, err := leaseConfig(&j.t, cfg.Epochs, cfg.Sequence, cfg.Lease, cfg.RenewEvery)
 	if err != nil {
 		return nil, err
@@ -164,6 +170,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s", T, expires.sql, held, expires.sql)
 	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s", T, status.sql, held)
 	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s", T, status.sql, avail.sql, held)
+	j.t.checkSQL = fmt.Sprintf("SELECT 1 FROM %s %s FOR KEY SHARE", T, held)
 	j.t.inspectSQL = fmt.Sprintf("SELECT %s::text, %s, %s, %s, now() FROM %s WHERE %s = $1", status.sql, epoch.sql, expires.sql, avail.sql, T, id.sql)
 
 	var b strings.Builder

@@ -26,6 +26,9 @@ type LedgerConfig struct {
 	// negative disables the keeper. Extend the message's visibility timeout
 	// at the same pace.
 	RenewEvery time.Duration
+	// KeyNamespace goes into every effect key of this table's jobs; see
+	// JobsConfig.KeyNamespace.
+	KeyNamespace string
 	// (No TakeoverWait, unlike JobsConfig: the claim's ON CONFLICT DO UPDATE
 	// locks the row before a wait could start, and the old claim's completion
 	// would then wait for the takeover while the takeover waits for it. A
@@ -53,7 +56,7 @@ type Ledger struct {
 
 // NewLedger checks cfg and prepares the claim statements for its table.
 func NewLedger(cfg LedgerConfig) (*Ledger, error) {
-	l := &Ledger{t: table{kind: "claim table"}}
+	l := &Ledger{t: table{kind: "claim table", keyNS: cfg.KeyNamespace}}
 	seq, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Lease, cfg.RenewEvery)
 	if err != nil {
 		return nil, err
@@ -89,6 +92,7 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	l.t.completeSQL = fmt.Sprintf("UPDATE %s SET status = 'done' %s", T, held)
 	// A release reuses lease_expires_at as "claimable from".
 	l.t.releaseSQL = fmt.Sprintf("UPDATE %s SET status = 'released', lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s", T, held)
+	l.t.checkSQL = fmt.Sprintf("SELECT 1 FROM %s %s FOR KEY SHARE", T, held)
 	l.t.inspectSQL = fmt.Sprintf("SELECT status, lease_epoch, lease_expires_at, NULL::timestamptz, now() FROM %s WHERE job_id = $1", T)
 
 	if cfg.Epochs == GlobalEpoch {
