@@ -122,3 +122,7 @@ func (l *Lease) Check(ctx context.Context, db DB) error {
 	}
 	return nil
 }
+
+// Table returns the jobs or claim table the lease was claimed in, as
+// PostgreSQL resolves it: with the job id, the job's identity.
+func (l *Lease) Table() string { return l.t.name.String() }
