@@ -193,19 +193,25 @@ func (c *Relay) attempt(ctx context.Context) (handled bool, err error) {
 	}
 	log := c.Logger.With("key", m.Key, "topic", m.Topic, "job_table", m.JobTable, "job_id", m.JobID, "step", m.Step, "attempt", m.Attempt)
 	// The outcome is recorded even when ctx ends meanwhile: a relay that is
-	// shutting down still says what its last sends did.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.SendTimeout)
-	defer cancel()
+	// shutting down still says what its last sends did. The record has a
+	// deadline of its own, from the end of the send.
+	recordCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), c.SendTimeout)
+	}
 	if m.Attempt > c.MaxAttempts {
 		// The last allowed attempt was counted but never recorded: its relay
 		// died during the send, or could not reach the database after it.
 		serr := fmt.Errorf("attempt %d of %d ended without a result (the relay stopped during the send, or could not record it); last recorded error: %q", m.Attempt-1, c.MaxAttempts, m.LastError)
+		rctx, cancel := recordCtx()
+		defer cancel()
 		c.record(rctx, log, m, Parked, serr, 0, 0)
 		return true, nil
 	}
 	start := time.Now()
 	serr := c.send(ctx, m)
 	took := time.Since(start)
+	rctx, cancel := recordCtx()
+	defer cancel()
 	switch {
 	case serr == nil:
 		c.record(rctx, log, m, Delivered, nil, took, 0)
@@ -245,23 +251,23 @@ func (c *Relay) send(ctx context.Context, m Message) error {
 		}()
 		done <- c.Send(sctx, m)
 	}()
+	var err error
 	select {
-	case err := <-done:
-		if err != nil && ctx.Err() != nil {
-			return fmt.Errorf("%w: %w", errStopped, err)
-		}
-		return err
+	case err = <-done:
 	case <-sctx.Done():
+		select {
+		case err = <-done: // it returned as the deadline passed
+		default:
+			if ctx.Err() != nil {
+				return errStopped
+			}
+			return fmt.Errorf("the send did not return within SendTimeout %v; abandoned (a send must honour its context)", c.SendTimeout)
+		}
 	}
-	select {
-	case err := <-done: // it returned as the deadline passed
-		return err
-	default:
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", errStopped, err)
 	}
-	if ctx.Err() != nil {
-		return errStopped
-	}
-	return fmt.Errorf("the send did not return within SendTimeout %v; abandoned (a send must honour its context)", c.SendTimeout)
+	return err
 }
 
 // record writes an attempt's outcome, logs it and tells the observer.
