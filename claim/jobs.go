@@ -60,12 +60,18 @@ type JobColumns struct {
 	Epoch       string // bigint: the last claim's epoch [lease_epoch]
 	ExpiresAt   string // timestamptz: the last claim's lease end [lease_expires_at]
 	AvailableAt string // timestamptz: when a pending job becomes claimable [available_at]
+	// EnqueueKey is a unique text column, NULL for jobs enqueued without a
+	// key: EnqueueSuccessor's [enqueue_key]. Schema creates it; add it to an
+	// existing table with ALTER TABLE jobs ADD COLUMN enqueue_key text UNIQUE.
+	EnqueueKey string
 }
 
 // Jobs claims jobs from a jobs table. It is safe for concurrent use.
 type Jobs struct {
 	t         table
 	schema    string
+	roles     map[string]string // column → role, for EnqueueSuccessor's checks
+	enqKey    name
 	claimSQL  string // $1 id, $2 lease µs
 	nextSQL   string // $1 lease µs
 	returning int
@@ -85,7 +91,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		return nil, err
 	}
 	c := cfg.Columns
-	var id, status, epoch, expires, avail name
+	var id, status, epoch, expires, avail, enqKey name
 	seen := map[string]string{}
 	for _, col := range []struct {
 		dst        *name
@@ -97,6 +103,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		{&epoch, "Epoch", c.Epoch, "lease_epoch"},
 		{&expires, "ExpiresAt", c.ExpiresAt, "lease_expires_at"},
 		{&avail, "AvailableAt", c.AvailableAt, "available_at"},
+		{&enqKey, "EnqueueKey", c.EnqueueKey, "enqueue_key"},
 	} {
 		if col.val == "" {
 			col.val = col.def
@@ -110,6 +117,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		seen[col.dst.parts[0]] = col.field
 	}
 	j.t.keyCol, j.t.epochCol = id, epoch
+	j.roles, j.enqKey = seen, enqKey
 	ret := []string{id.sql, epoch.sql, expires.sql}
 	for _, r := range cfg.Returning {
 		n, err := parseName("Returning column", r, 1)
@@ -182,11 +190,12 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	%[3]s text NOT NULL DEFAULT 'pending' CHECK (%[3]s IN ('pending', 'claimed', 'done')),
 	%[4]s bigint NOT NULL DEFAULT 0 CHECK (%[4]s >= 0),
 	%[5]s timestamptz,
-	%[6]s timestamptz NOT NULL DEFAULT now()
+	%[6]s timestamptz NOT NULL DEFAULT now(),
+	%[9]s text UNIQUE
 );
 CREATE INDEX IF NOT EXISTS %[7]s ON %[1]s (%[6]s, %[2]s) WHERE %[3]s = 'pending';
 CREATE INDEX IF NOT EXISTS %[8]s ON %[1]s (%[5]s) WHERE %[3]s = 'claimed';
-`, T, id.sql, status.sql, epoch.sql, expires.sql, avail.sql, indexName(j.t.name, "_pending_idx"), indexName(j.t.name, "_claimed_idx"))
+`, T, id.sql, status.sql, epoch.sql, expires.sql, avail.sql, indexName(j.t.name, "_pending_idx"), indexName(j.t.name, "_claimed_idx"), enqKey.sql)
 	j.schema = b.String()
 	return j, nil
 }
