@@ -113,7 +113,7 @@ func (l *Lease) Check(ctx context.Context, db DB) error {
 	var one int
 	err := db.QueryRowContext(claimctx.With(ctx), l.t.checkSQL, l.JobID, l.Epoch).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = l.t.notHeld(ctx, db, "check", l.t.checkSQL, l.JobID, l.Epoch)
+		err = l.t.notHeld(ctx, db, "claim check", l.t.checkSQL, l.JobID, l.Epoch)
 		l.cancel(err)
 		return err
 	}
