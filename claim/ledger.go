@@ -19,6 +19,8 @@ type LedgerConfig struct {
 	Epochs EpochSource
 	// Sequence is GlobalEpoch's sequence. Default DefaultSequence.
 	Sequence string
+	// Counter is CounterEpoch's counter table. Default DefaultCounter.
+	Counter string
 	// Lease is how long a claim holds its job without renewal; match it to
 	// the queue's visibility timeout. Default DefaultLease.
 	Lease time.Duration
@@ -57,7 +59,7 @@ type Ledger struct {
 // NewLedger checks cfg and prepares the claim statements for its table.
 func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	l := &Ledger{t: table{kind: "claim table", keyNS: cfg.KeyNamespace}}
-	seq, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Lease, cfg.RenewEvery)
+	seq, ctr, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery)
 	if err != nil {
 		return nil, err
 	}
@@ -69,16 +71,19 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	}
 	T := l.t.name.sql
 	l.t.keyCol, l.t.epochCol = name{parts: []string{"job_id"}, sql: "job_id"}, name{parts: []string{"lease_epoch"}, sql: "lease_epoch"}
-	first, next := "1", "c.lease_epoch + 1"
-	if cfg.Epochs == GlobalEpoch {
+	first, next, prefix := "1", "c.lease_epoch + 1", ""
+	switch cfg.Epochs {
+	case GlobalEpoch:
 		first, next = nextvalSQL(seq), nextvalSQL(seq)
+	case CounterEpoch:
+		first, next, prefix = counterEpochSQL, counterEpochSQL, counterCTE(ctr)
 	}
 	// One statement claims a job seen for the first time (the INSERT) or
 	// again (the DO UPDATE). The DO UPDATE's SET runs once PostgreSQL holds
 	// the existing row's lock, so the new epoch is drawn after the previous
 	// claim committed. A release is claimable at once (<=); a live claim's
 	// lease must have run out (<); a done job never is.
-	l.claimSQL = fmt.Sprintf(`INSERT INTO %[1]s AS c (job_id, lease_epoch, status, lease_expires_at) `+
+	l.claimSQL = prefix + fmt.Sprintf(`INSERT INTO %[1]s AS c (job_id, lease_epoch, status, lease_expires_at) `+
 		`VALUES ($1, %[2]s, 'claimed', now() + $2::bigint * interval '1 microsecond') `+
 		`ON CONFLICT (job_id) DO UPDATE SET lease_epoch = %[3]s, status = 'claimed', lease_expires_at = excluded.lease_expires_at `+
 		`WHERE ((c.status = 'released' AND c.lease_expires_at <= now()) OR (c.status = 'claimed' AND c.lease_expires_at < now())) `+
@@ -98,6 +103,7 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	if cfg.Epochs == GlobalEpoch {
 		l.schema = sequenceDDL(seq)
 	}
+
 	l.schema += fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	job_id text PRIMARY KEY,
 	lease_epoch bigint NOT NULL CHECK (lease_epoch > 0),
@@ -105,6 +111,9 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	lease_expires_at timestamptz NOT NULL
 );
 `, T)
+	if cfg.Epochs == CounterEpoch {
+		l.schema += counterDDL(ctr, "SELECT max(lease_epoch) FROM "+T)
+	}
 	return l, nil
 }
 
@@ -123,6 +132,9 @@ func (l *Ledger) Table() string { return l.t.name.String() }
 //
 // ctx becomes the parent of the handler's context (Lease.Context).
 func (l *Ledger) Claim(ctx context.Context, db DB, jobID string) (*Lease, error) {
+	if err := l.t.checkSequenceOrdered(ctx, db); err != nil {
+		return nil, err
+	}
 	sent := time.Now()
 	var (
 		epoch int64
