@@ -64,10 +64,10 @@
 // Release and Stop stop the keeper and cancel the context, so a lease that
 // ends without a fence leaves no goroutine behind.
 //
-// # Three epoch sources
+// # Epoch sources
 //
 // Jobs claims rows of a jobs table (status, lease_epoch, lease_expires_at,
-// available_at; every name configurable). Its epoch comes from one of two
+// available_at; every name configurable). Its epoch comes from one of three
 // sources:
 //
 //   - GlobalEpoch (the default): a PostgreSQL sequence shared by every job,
@@ -87,6 +87,19 @@
 //     1) is fenced from that row forever, and a stale execution of job C at
 //     epoch 9 overwrites what B or A wrote. Use it only when every protected
 //     row belongs to exactly one job (a job per account, per document).
+//
+//   - CounterEpoch: one counter row, incremented in the claim's statement.
+//     Comparable across jobs like GlobalEpoch, and ordered on distributed
+//     PostgreSQL, where a sequence is not; claims take the row's lock in
+//     turn, so they run one at a time.
+//
+// On CockroachDB, YugabyteDB (whose sequences are cached per node, whatever
+// CACHE says) and Citus, a sequence's values are not ordered across nodes: a
+// claim could draw an epoch below one another node already handed out. A
+// GlobalEpoch claim probes the server once per *sql.DB or *sql.Conn (every
+// time in a *sql.Tx) and refuses there with ErrUnorderedSequence, before
+// drawing anything; CounterEpoch and PerJobEpoch rely only on updates of one
+// row being serialised.
 //
 // Ledger is the third source: a claim table (job_id, lease_epoch, status,
 // lease_expires_at) for queues that give out only an opaque receipt and a
