@@ -138,6 +138,20 @@
 // against the claim only, so a valid older claim of another job is not fenced
 // by a newer one's write.
 //
+// # Effects past the database
+//
+// Fencing stops a superseded execution; it does not undo what the execution
+// did while its claim was current. Lease.Key names each effect of a job the
+// same way for every execution (namespace, table, job id, step; never the
+// epoch), for receivers that deduplicate by key. Steps records a handler's
+// transactions once, so a later execution skips the ones an earlier one
+// committed; EnqueueSuccessor inserts the next job under its parent's key,
+// once however many executions of the parent commit; the outbox package
+// carries messages to receivers outside the database under their keys. Each
+// of them first runs Lease.Check in the caller's transaction: the FOR KEY
+// SHARE lock a takeover waits for, so what the transaction writes commits
+// before any successor's claim, or not at all.
+//
 // # Claim discipline
 //
 // Every statement the helpers run is marked (internal/claimctx) so that

@@ -211,15 +211,15 @@ func checkTopic(topic string) error {
 }
 
 // Parked returns up to limit parked messages, oldest first: those whose
-// receiver failed MaxAttempts times. They stay until Requeue.
-func (o *Outbox) Parked(ctx context.Context, db claim.DB, limit int) ([]Message, error) {
-	q, ok := db.(interface {
-		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	})
-	if !ok {
-		return nil, fmt.Errorf("outbox: listing parked messages of %s needs a handle that runs queries (*sql.DB, *sql.Conn, *sql.Tx)", o.table)
+// receiver failed MaxAttempts times, or whose last attempt never reported.
+// They stay until Requeue. db is a *sql.DB, *sql.Conn or *sql.Tx.
+func (o *Outbox) Parked(ctx context.Context, db interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, limit int) ([]Message, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("outbox: listing parked messages of %s: limit %d; give at least 1", o.table, limit)
 	}
-	rows, err := q.QueryContext(ctx, o.parkedSQL, limit)
+	rows, err := db.QueryContext(ctx, o.parkedSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: listing parked messages of %s: %w", o.table, err)
 	}

@@ -41,7 +41,8 @@ type Relay struct {
 	// Logger gets a line per delivery (Info), failure (Warn), parked message
 	// and database error (Error). Default slog.Default().
 	Logger *slog.Logger
-	// Observe, if set, is called with every attempt's outcome, from the
+	// Observe, if set, is called with every attempt's recorded outcome (and
+	// every delivery, recorded or not: the receiver has it), from the
 	// goroutine that made it.
 	Observe func(Event)
 }
@@ -300,10 +301,14 @@ func (c *Relay) record(ctx context.Context, log *slog.Logger, m Message, kind Ev
 		// Unrecorded: the hold runs out and the message is attempted again
 		// (a delivered one delivered again, under the same key).
 		log.Error("relay: recording the attempt failed; the message is attempted again once its hold runs out", "outcome", kind.String(), "send_err", msg, "err", err)
+		if kind != Delivered {
+			return // it did not become what kind says
+		}
 	case n == 0 && kind != Delivered:
 		// A later attempt took the message over (this one outlived its hold),
 		// or it was delivered meanwhile: that attempt's outcome stands.
 		log.Warn("relay: the attempt outlived its hold; a later attempt's outcome stands", "outcome", kind.String(), "send_err", msg)
+		return
 	}
 	switch kind {
 	case Delivered:

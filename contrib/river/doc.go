@@ -105,9 +105,9 @@
 //
 // The lease LeaseFromContext returns is a claim.Ledger lease keyed by the
 // job, so its effect keys (claim.Lease.Key) are the same for every execution
-// of a River job: claim.Steps and outbox.Add work with it as with any lease.
+// of a River job: claim.Steps and outbox.Outbox.Add work with it as with any lease.
 // A successor job is inserted with InsertTx in the handler's fenced
-// transaction, after a claim check (outbox.Add or Steps.Record make one, or
+// transaction, after a claim check (Outbox.Add or Steps.Record make one, or
 // lease.Check), with the parent's key for the step in a field of its args
 // tagged river:"unique" and InsertOpts.UniqueOpts{ByArgs: true}: a
 // superseded execution inserts nothing once its successor's claim has
