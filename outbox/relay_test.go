@@ -393,3 +393,32 @@ func TestRelayConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleAttempt: an attempt whose message another relay took over
+// meanwhile (it outlived its hold) cannot overwrite that attempt's outcome,
+// and is not reported as if it had been recorded.
+func TestStaleAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 30*time.Second)
+	seed(t, e, 1)
+	var obs events
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := &outbox.Relay{DB: e.raw, Outbox: e.box, Observe: obs.observe, Logger: slog.New(slog.DiscardHandler),
+		Send: func(ctx context.Context, m outbox.Message) error {
+			// Another relay's attempt 2, still in flight.
+			if _, err := e.raw.ExecContext(ctx, `UPDATE sqlfence_outbox SET attempts = 2, last_error = 'attempt 2 in flight'`); err != nil {
+				return err
+			}
+			return errors.New("attempt 1 failed late")
+		}}
+	if n, err := r.Drain(ctx); err != nil || n != 1 {
+		t.Fatalf("Drain: %d, %v", n, err)
+	}
+	if len(obs.ev) != 0 {
+		t.Fatalf("an unrecorded failure was observed: %+v", obs.ev)
+	}
+	if got := e.query(t, `SELECT attempts || ':' || last_error FROM sqlfence_outbox`); got != "2:attempt 2 in flight" {
+		t.Fatalf("the stale attempt overwrote the row: %s", got)
+	}
+}
