@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sqlfence/sqlfence/internal/claimctx"
 )
 
@@ -38,13 +40,35 @@ const counterEpochSQL = "(SELECT value FROM sqlfence_next_epoch)"
 // switching a table from another source to CounterEpoch does not hand out an
 // epoch already used. Other tables that shared a sequence may hold higher
 // epochs: run sqlfence audit after a switch.
+//
+// The counter is not a protected table, so sqlfence would pass an
+// application's UPDATE that moves it back; a trigger refuses, in every
+// session, an update that does not raise it, and deleting or truncating the
+// row (which would restart epochs at 1 once someone inserted it again). An
+// operator who must move it disables the trigger, as they would use setval.
 func counterDDL(ctr name, seedFrom string) string {
+	fn := indexName(ctr, "_only_grows") // beside the table, in its schema
+	if len(ctr.parts) == 2 {
+		fn = pgx.Identifier{ctr.parts[0]}.Sanitize() + "." + fn
+	}
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
 	one bool PRIMARY KEY DEFAULT true CHECK (one),
 	value bigint NOT NULL CHECK (value >= 0)
 );
 INSERT INTO %[1]s (value) SELECT coalesce((%[2]s), 0) ON CONFLICT (one) DO NOTHING;
-`, ctr.sql, seedFrom)
+CREATE OR REPLACE FUNCTION %[3]s() RETURNS trigger LANGUAGE plpgsql AS $sqlfence$
+BEGIN
+	IF TG_OP = 'UPDATE' AND NEW.value > OLD.value THEN
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION 'sqlfence: the epoch counter %%.%% only grows: %% refused', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
+		USING HINT = 'a counter moved back hands out epochs already used, and a stale execution writes again; an operator disables the trigger to change it';
+END $sqlfence$;
+DROP TRIGGER IF EXISTS sqlfence_only_grows ON %[1]s;
+CREATE TRIGGER sqlfence_only_grows BEFORE UPDATE OR DELETE ON %[1]s FOR EACH ROW EXECUTE FUNCTION %[3]s();
+DROP TRIGGER IF EXISTS sqlfence_no_truncate ON %[1]s;
+CREATE TRIGGER sqlfence_no_truncate BEFORE TRUNCATE ON %[1]s FOR EACH STATEMENT EXECUTE FUNCTION %[3]s();
+`, ctr.sql, seedFrom, fn)
 }
 
 // engineProbeSQL reads what tells a distributed engine from PostgreSQL: the

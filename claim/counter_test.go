@@ -143,6 +143,35 @@ func TestCounterEpochAfterSwitch(t *testing.T) {
 	if old.Epoch != 42 || l.Epoch != 43 || m.Epoch != 44 {
 		t.Fatalf("epochs %d (sequence), %d (counter, jobs), %d (counter, claim table); want 42, 43, 44", old.Epoch, l.Epoch, m.Epoch)
 	}
+	// The counter only grows, whoever writes it.
+	for _, q := range []string{
+		`UPDATE sqlfence_epoch_counter SET value = 1`,
+		`UPDATE sqlfence_epoch_counter SET value = value`,
+		`DELETE FROM sqlfence_epoch_counter`,
+		`TRUNCATE sqlfence_epoch_counter`,
+	} {
+		if _, err := e.raw.ExecContext(ctx, q); err == nil || !strings.Contains(err.Error(), "the epoch counter public.sqlfence_epoch_counter only grows") {
+			t.Errorf("%s: %v, want it refused", q, err)
+		}
+		if _, err := e.fenced.ExecContext(ctx, q); err == nil {
+			t.Errorf("%s through sqlfence: not refused", q)
+		}
+	}
+	if got := e.query(t, `SELECT value FROM sqlfence_epoch_counter`); got != "44" {
+		t.Errorf("counter %s after the refused writes, want 44", got)
+	}
+	qualified := newJobs(t, claim.JobsConfig{Table: `"Work".jobs`, Epochs: claim.CounterEpoch, Counter: `"Work"."Counter"`})
+	e.exec(t, `CREATE SCHEMA "Work"`)
+	e.exec(t, qualified.Schema())
+	e.exec(t, `INSERT INTO "Work".jobs DEFAULT VALUES`)
+	q, err := qualified.ClaimNext(ctx, e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	if q.Epoch != 1 || e.query(t, `SELECT count(*) FROM pg_proc WHERE proname = 'Counter_only_grows' AND pronamespace = '"Work"'::regnamespace`) != "1" {
+		t.Errorf("a qualified counter: epoch %d; its trigger function in its own schema?", q.Epoch)
+	}
 	if _, err := claim.NewJobs(claim.JobsConfig{Epochs: claim.CounterEpoch, Counter: "a.b.c"}); err == nil || !strings.Contains(err.Error(), "bad counter table") {
 		t.Errorf("bad counter name: %v", err)
 	}
