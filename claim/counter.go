@@ -46,6 +46,8 @@ const counterEpochSQL = "(SELECT value FROM sqlfence_next_epoch)"
 // session, an update that does not raise it, and deleting or truncating the
 // row (which would restart epochs at 1 once someone inserted it again). An
 // operator who must move it disables the trigger, as they would use setval.
+// An engine without PL/pgSQL triggers fails on these statements: run the
+// table's, and guard the table with privileges.
 func counterDDL(ctr name, seedFrom string) string {
 	fn := indexName(ctr, "_only_grows") // beside the table, in its schema
 	if len(ctr.parts) == 2 {
