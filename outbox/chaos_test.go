@@ -132,7 +132,8 @@ type chainRun struct {
 }
 
 func runChain(t *testing.T, admin string, restart func(context.Context) error, mode string, events int, seed uint64) chainResult {
-	ctx := t.Context()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // every statement under a deadline
+	defer cancel()
 	dsn, drop, err := pgtest.CreateDatabase(ctx, admin)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -103,11 +104,13 @@ func (w *linkWorker) Work(ctx context.Context, job *river.Job[LinkArgs]) error {
 func TestRiverSuccessorAndOutbox(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	box, err := outbox.New("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.plain.ExecContext(t.Context(), box.Schema()); err != nil {
+	if _, err := e.plain.ExecContext(ctx, box.Schema()); err != nil {
 		t.Fatal(err)
 	}
 	w := &linkWorker{db: e.fenced, box: box}
@@ -115,7 +118,7 @@ func TestRiverSuccessorAndOutbox(t *testing.T) {
 	river.AddWorker(workers, w)
 	river.AddWorker(workers, nextLinkWorker{})
 	c := e.client(workers, newMiddleware(t, e, sqlfenceriver.Config{}))
-	res, err := c.Insert(t.Context(), LinkArgs{SKU: "widget"}, nil)
+	res, err := c.Insert(ctx, LinkArgs{SKU: "widget"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +137,7 @@ func TestRiverSuccessorAndOutbox(t *testing.T) {
 		t.Fatalf("first %+v, second %+v: want the message added once and one successor", a, b)
 	}
 	var links, messages int
-	if err := e.plain.QueryRowContext(t.Context(), `SELECT (SELECT count(*) FROM river_job WHERE kind = 'next_link'), (SELECT count(*) FROM sqlfence_outbox)`).Scan(&links, &messages); err != nil {
+	if err := e.plain.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM river_job WHERE kind = 'next_link'), (SELECT count(*) FROM sqlfence_outbox)`).Scan(&links, &messages); err != nil {
 		t.Fatal(err)
 	}
 	if links != 1 || messages != 1 {
