@@ -256,6 +256,10 @@ func (r *chainRun) schedule(ctx context.Context, rng *rand.Rand, events int, res
 		}
 		switch kind {
 		case "pause":
+			// At most two of the three workers are paused at once: one takes over.
+			for r.pausedCount() >= 2 {
+				time.Sleep(50 * time.Millisecond)
+			}
 			name, p, targeted := r.pauseStop(ctx, rng)
 			r.mu.Lock()
 			r.paused[name] = true
@@ -356,19 +360,33 @@ func (r *chainRun) pauseStop(ctx context.Context, rng *rand.Rand) (string, *chai
 	return n, p, false
 }
 
-// pick chooses a process of role ("" for any) that is not paused.
-func (r *chainRun) pick(rng *rand.Rand, role string) (string, *chainProc) {
+func (r *chainRun) pausedCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var names []string
-	for n := range r.procs {
-		if !r.paused[n] && (role == "" || strings.HasPrefix(n, "chain-"+role[:1])) {
-			names = append(names, n)
+	return len(r.paused)
+}
+
+// pick chooses a process of role ("" for any) that is not paused, waiting
+// for a pause to end if every one is.
+func (r *chainRun) pick(rng *rand.Rand, role string) (string, *chainProc) {
+	for {
+		r.mu.Lock()
+		var names []string
+		for n := range r.procs {
+			if !r.paused[n] && (role == "" || strings.HasPrefix(n, "chain-"+role[:1])) {
+				names = append(names, n)
+			}
 		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			n := names[rng.IntN(len(names))]
+			p := r.procs[n]
+			r.mu.Unlock()
+			return n, p
+		}
+		r.mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
 	}
-	slices.Sort(names)
-	n := names[rng.IntN(len(names))]
-	return n, r.procs[n]
 }
 
 func (r *chainRun) retry(ctx context.Context, f func() error) {
