@@ -53,6 +53,14 @@ const (
 	// (epoch 1) is fenced from that row forever, while a stale execution of
 	// job C at epoch 9 still overwrites it.
 	PerJobEpoch
+	// CounterEpoch takes every epoch from one counter row (table
+	// DefaultCounter), incremented in the claim's own statement. Like
+	// GlobalEpoch, epochs of different jobs are comparable; unlike a
+	// sequence, the row's order holds on distributed PostgreSQL (Citus,
+	// CockroachDB, YugabyteDB), where a sequence's values are not ordered
+	// across nodes. The price: every claim takes the row's lock until its
+	// transaction commits, so claims run one at a time.
+	CounterEpoch
 )
 
 func (s EpochSource) String() string {
@@ -61,6 +69,8 @@ func (s EpochSource) String() string {
 		return "GlobalEpoch"
 	case PerJobEpoch:
 		return "PerJobEpoch"
+	case CounterEpoch:
+		return "CounterEpoch"
 	}
 	return fmt.Sprintf("EpochSource(%d)", uint8(s))
 }
@@ -181,35 +191,48 @@ type table struct {
 	completeSQL string // $1 id, $2 epoch
 	releaseSQL  string // $1 id, $2 epoch, $3 retry-after µs
 	inspectSQL  string // $1 id → status, epoch, expires_at, available_at, now()
+	checkSQL    string // $1 id, $2 epoch → one row while the claim holds, locked FOR KEY SHARE
+
+	keyNS string // KeyNamespace, for effect keys
+
+	epochs  EpochSource
+	engines engineCache // GlobalEpoch: the arbiters found to order a sequence
 }
 
 // leaseConfig resolves the settings Jobs and Ledger share.
-func leaseConfig(t *table, epochs EpochSource, sequence string, lease, renewEvery time.Duration) (seq name, err error) {
+func leaseConfig(t *table, epochs EpochSource, sequence, counter string, lease, renewEvery time.Duration) (seq, ctr name, err error) {
 	switch epochs {
-	case GlobalEpoch, PerJobEpoch:
+	case GlobalEpoch, PerJobEpoch, CounterEpoch:
 	default:
-		return name{}, fmt.Errorf("claim: unknown epoch source %v; use GlobalEpoch or PerJobEpoch", epochs)
+		return name{}, name{}, fmt.Errorf("claim: unknown epoch source %v; use GlobalEpoch, PerJobEpoch or CounterEpoch", epochs)
 	}
+	t.epochs = epochs
 	if sequence == "" {
 		sequence = DefaultSequence
 	}
 	if seq, err = parseName("sequence", sequence, 2); err != nil {
-		return name{}, err
+		return name{}, name{}, err
+	}
+	if counter == "" {
+		counter = DefaultCounter
+	}
+	if ctr, err = parseName("counter table", counter, 2); err != nil {
+		return name{}, name{}, err
 	}
 	switch {
 	case lease == 0:
 		lease = DefaultLease
 	case lease < time.Millisecond:
-		return name{}, fmt.Errorf("claim: lease %v is too short; leases are at least 1ms (default %v)", lease, DefaultLease)
+		return name{}, name{}, fmt.Errorf("claim: lease %v is too short; leases are at least 1ms (default %v)", lease, DefaultLease)
 	}
 	switch {
 	case renewEvery == 0:
 		renewEvery = lease / 3
 	case renewEvery >= lease:
-		return name{}, fmt.Errorf("claim: RenewEvery %v is not shorter than the lease %v: the lease would run out between renewals; use about a third of it", renewEvery, lease)
+		return name{}, name{}, fmt.Errorf("claim: RenewEvery %v is not shorter than the lease %v: the lease would run out between renewals; use about a third of it", renewEvery, lease)
 	}
 	t.lease, t.renewEvery = lease, renewEvery
-	return seq, nil
+	return seq, ctr, nil
 }
 
 // nextvalSQL is the expression that draws a global epoch. The sequence must

@@ -188,6 +188,8 @@ func TestStatementShapes(t *testing.T) {
 		{name: "jobs, PerJobEpoch", jobs: &claim.JobsConfig{Epochs: claim.PerJobEpoch}},
 		{name: "claim table, GlobalEpoch", ledger: &claim.LedgerConfig{}},
 		{name: "claim table, PerJobEpoch", ledger: &claim.LedgerConfig{Epochs: claim.PerJobEpoch}},
+		{name: "jobs, CounterEpoch", jobs: &claim.JobsConfig{Epochs: claim.CounterEpoch}},
+		{name: "claim table, CounterEpoch", ledger: &claim.LedgerConfig{Epochs: claim.CounterEpoch}},
 	} {
 		e := newEnv(t)
 		if c.jobs != nil {

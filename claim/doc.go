@@ -64,10 +64,10 @@
 // Release and Stop stop the keeper and cancel the context, so a lease that
 // ends without a fence leaves no goroutine behind.
 //
-// # Three epoch sources
+// # Epoch sources
 //
 // Jobs claims rows of a jobs table (status, lease_epoch, lease_expires_at,
-// available_at; every name configurable). Its epoch comes from one of two
+// available_at; every name configurable). Its epoch comes from one of three
 // sources:
 //
 //   - GlobalEpoch (the default): a PostgreSQL sequence shared by every job,
@@ -87,6 +87,19 @@
 //     1) is fenced from that row forever, and a stale execution of job C at
 //     epoch 9 overwrites what B or A wrote. Use it only when every protected
 //     row belongs to exactly one job (a job per account, per document).
+//
+//   - CounterEpoch: one counter row, incremented in the claim's statement.
+//     Comparable across jobs like GlobalEpoch, and ordered on distributed
+//     PostgreSQL, where a sequence is not; claims take the row's lock in
+//     turn, so they run one at a time.
+//
+// On CockroachDB, YugabyteDB (whose sequences are cached per node, whatever
+// CACHE says) and Citus, a sequence's values are not ordered across nodes: a
+// claim could draw an epoch below one another node already handed out. A
+// GlobalEpoch claim probes the server once per *sql.DB or *sql.Conn (every
+// time in a *sql.Tx) and refuses there with ErrUnorderedSequence, before
+// drawing anything; CounterEpoch and PerJobEpoch rely only on updates of one
+// row being serialised.
 //
 // Ledger is the third source: a claim table (job_id, lease_epoch, status,
 // lease_expires_at) for queues that give out only an opaque receipt and a
@@ -124,6 +137,20 @@
 // update. With the policy's stale: claim, writes under a claim are checked
 // against the claim only, so a valid older claim of another job is not fenced
 // by a newer one's write.
+//
+// # Effects past the database
+//
+// Fencing stops a superseded execution; it does not undo what the execution
+// did while its claim was current. Lease.Key names each effect of a job the
+// same way for every execution (namespace, table, job id, step; never the
+// epoch), for receivers that deduplicate by key. Steps records a handler's
+// transactions once, so a later execution skips the ones an earlier one
+// committed; EnqueueSuccessor inserts the next job under its parent's key,
+// once however many executions of the parent commit; the outbox package
+// carries messages to receivers outside the database under their keys. Each
+// of them first runs Lease.Check in the caller's transaction: the FOR KEY
+// SHARE lock a takeover waits for, so what the transaction writes commits
+// before any successor's claim, or not at all.
 //
 // # Claim discipline
 //

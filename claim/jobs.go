@@ -27,6 +27,8 @@ type JobsConfig struct {
 	Epochs EpochSource
 	// Sequence is GlobalEpoch's sequence. Default DefaultSequence.
 	Sequence string
+	// Counter is CounterEpoch's counter table. Default DefaultCounter.
+	Counter string
 	// Lease is how long a claim holds its job without renewal. Default
 	// DefaultLease.
 	Lease time.Duration
@@ -46,6 +48,12 @@ type JobsConfig struct {
 	// waits: it skips the job and takes another. Claimed inside a *sql.Tx,
 	// the lock_timeout stays set until that transaction ends.
 	TakeoverWait time.Duration
+	// KeyNamespace goes into every effect key of this table's jobs
+	// (Lease.Key). Leave it empty when one database's keys reach the
+	// receivers; give each database its own when several do (staging and
+	// production sending to one payment account), or their job 1 of table
+	// jobs would be the same effect.
+	KeyNamespace string
 }
 
 // JobColumns names the columns the claim reads and writes. Empty fields take
@@ -57,12 +65,18 @@ type JobColumns struct {
 	Epoch       string // bigint: the last claim's epoch [lease_epoch]
 	ExpiresAt   string // timestamptz: the last claim's lease end [lease_expires_at]
 	AvailableAt string // timestamptz: when a pending job becomes claimable [available_at]
+	// EnqueueKey is a unique text column, NULL for jobs enqueued without a
+	// key: EnqueueSuccessor's [enqueue_key]. Schema creates it; add it to an
+	// existing table with ALTER TABLE jobs ADD COLUMN enqueue_key text UNIQUE.
+	EnqueueKey string
 }
 
 // Jobs claims jobs from a jobs table. It is safe for concurrent use.
 type Jobs struct {
 	t         table
 	schema    string
+	roles     map[string]string // column → role, for EnqueueSuccessor's checks
+	enqKey    name
 	claimSQL  string // $1 id, $2 lease µs
 	nextSQL   string // $1 lease µs
 	returning int
@@ -70,8 +84,8 @@ type Jobs struct {
 
 // NewJobs checks cfg and prepares the claim statements for its table.
 func NewJobs(cfg JobsConfig) (*Jobs, error) {
-	j := &Jobs{t: table{kind: "jobs table"}}
-	seq, err := leaseConfig(&j.t, cfg.Epochs, cfg.Sequence, cfg.Lease, cfg.RenewEvery)
+	j := &Jobs{t: table{kind: "jobs table", keyNS: cfg.KeyNamespace}}
+	seq, ctr, err := leaseConfig(&j.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +96,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		return nil, err
 	}
 	c := cfg.Columns
-	var id, status, epoch, expires, avail name
+	var id, status, epoch, expires, avail, enqKey name
 	seen := map[string]string{}
 	for _, col := range []struct {
 		dst        *name
@@ -94,6 +108,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		{&epoch, "Epoch", c.Epoch, "lease_epoch"},
 		{&expires, "ExpiresAt", c.ExpiresAt, "lease_expires_at"},
 		{&avail, "AvailableAt", c.AvailableAt, "available_at"},
+		{&enqKey, "EnqueueKey", c.EnqueueKey, "enqueue_key"},
 	} {
 		if col.val == "" {
 			col.val = col.def
@@ -107,6 +122,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		seen[col.dst.parts[0]] = col.field
 	}
 	j.t.keyCol, j.t.epochCol = id, epoch
+	j.roles, j.enqKey = seen, enqKey
 	ret := []string{id.sql, epoch.sql, expires.sql}
 	for _, r := range cfg.Returning {
 		n, err := parseName("Returning column", r, 1)
@@ -118,9 +134,12 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	j.returning = len(cfg.Returning)
 
 	T := j.t.name.sql
-	next := epoch.sql + " + 1"
-	if cfg.Epochs == GlobalEpoch {
+	next, prefix := epoch.sql+" + 1", ""
+	switch cfg.Epochs {
+	case GlobalEpoch:
 		next = nextvalSQL(seq)
+	case CounterEpoch:
+		next, prefix = counterEpochSQL, counterCTE(ctr)
 	}
 	// A job is claimable when it is pending and due, or claimed by a lease
 	// that ran out. now() is the arbiter's clock: the one clock every
@@ -156,33 +175,40 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		lock = fmt.Sprintf(" AND pg_catalog.set_config('lock_timeout', '%dms', true) IS NOT NULL FOR UPDATE",
 			(cfg.TakeoverWait+time.Millisecond-1)/time.Millisecond)
 	}
-	j.claimSQL = fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[3]s = $1 AND %[4]s%[6]s) AND %[4]s%[5]s", T, set(2), id.sql, claimable, returning, lock)
+	j.claimSQL = prefix + fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[3]s = $1 AND %[4]s%[6]s) AND %[4]s%[5]s", T, set(2), id.sql, claimable, returning, lock)
 	// SKIP LOCKED lets concurrent workers pick different jobs instead of
 	// queueing on one; the outer WHERE repeats the condition so the UPDATE
 	// stays a conditional claim on its own.
-	j.nextSQL = fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[4]s ORDER BY %[5]s, %[3]s LIMIT 1 FOR UPDATE SKIP LOCKED) AND %[4]s%[6]s",
+	j.nextSQL = prefix + fmt.Sprintf("UPDATE %[1]s %[2]s WHERE %[3]s = (SELECT %[3]s FROM %[1]s WHERE %[4]s ORDER BY %[5]s, %[3]s LIMIT 1 FOR UPDATE SKIP LOCKED) AND %[4]s%[6]s",
 		T, set(1), id.sql, claimable, avail.sql, returning)
 
 	held := fmt.Sprintf("WHERE %s = $1 AND %s = $2::bigint AND %s = 'claimed'", id.sql, epoch.sql, status.sql)
 	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s", T, expires.sql, held, expires.sql)
 	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s", T, status.sql, held)
 	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s", T, status.sql, avail.sql, held)
+	j.t.checkSQL = fmt.Sprintf("SELECT 1 FROM %s %s FOR KEY SHARE", T, held)
 	j.t.inspectSQL = fmt.Sprintf("SELECT %s::text, %s, %s, %s, now() FROM %s WHERE %s = $1", status.sql, epoch.sql, expires.sql, avail.sql, T, id.sql)
 
 	var b strings.Builder
 	if cfg.Epochs == GlobalEpoch {
 		b.WriteString(sequenceDDL(seq))
 	}
+
 	fmt.Fprintf(&b, `CREATE TABLE IF NOT EXISTS %[1]s (
 	%[2]s bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
 	%[3]s text NOT NULL DEFAULT 'pending' CHECK (%[3]s IN ('pending', 'claimed', 'done')),
 	%[4]s bigint NOT NULL DEFAULT 0 CHECK (%[4]s >= 0),
 	%[5]s timestamptz,
-	%[6]s timestamptz NOT NULL DEFAULT now()
+	%[6]s timestamptz NOT NULL DEFAULT now(),
+	%[9]s text UNIQUE
 );
 CREATE INDEX IF NOT EXISTS %[7]s ON %[1]s (%[6]s, %[2]s) WHERE %[3]s = 'pending';
 CREATE INDEX IF NOT EXISTS %[8]s ON %[1]s (%[5]s) WHERE %[3]s = 'claimed';
-`, T, id.sql, status.sql, epoch.sql, expires.sql, avail.sql, indexName(j.t.name, "_pending_idx"), indexName(j.t.name, "_claimed_idx"))
+`, T, id.sql, status.sql, epoch.sql, expires.sql, avail.sql, indexName(j.t.name, "_pending_idx"), indexName(j.t.name, "_claimed_idx"), enqKey.sql)
+	if cfg.Epochs == CounterEpoch {
+		// After the jobs table: the counter starts above its epochs.
+		b.WriteString(counterDDL(ctr, fmt.Sprintf("SELECT max(%s) FROM %s", epoch.sql, T)))
+	}
 	j.schema = b.String()
 	return j, nil
 }
@@ -215,6 +241,9 @@ func (j *Jobs) ClaimNext(ctx context.Context, db DB, dest ...any) (*Lease, error
 	if err := j.checkDest(dest); err != nil {
 		return nil, err
 	}
+	if err := j.t.checkSequenceOrdered(ctx, db); err != nil {
+		return nil, err
+	}
 	sent := time.Now()
 	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.nextSQL, micros(j.t.lease)), dest)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -228,6 +257,9 @@ func (j *Jobs) ClaimNext(ctx context.Context, db DB, dest ...any) (*Lease, error
 // gives a *NotClaimableError (ErrNotClaimable; also ErrDone for a done job).
 func (j *Jobs) Claim(ctx context.Context, db DB, id any, dest ...any) (*Lease, error) {
 	if err := j.checkDest(dest); err != nil {
+		return nil, err
+	}
+	if err := j.t.checkSequenceOrdered(ctx, db); err != nil {
 		return nil, err
 	}
 	sent := time.Now()

@@ -99,7 +99,7 @@ func TestSchemaNames(t *testing.T) {
 // exactly once, and no two claims share an epoch.
 func TestClaimNextConcurrent(t *testing.T) {
 	t.Parallel()
-	for _, src := range []claim.EpochSource{claim.GlobalEpoch, claim.PerJobEpoch} {
+	for _, src := range []claim.EpochSource{claim.GlobalEpoch, claim.PerJobEpoch, claim.CounterEpoch} {
 		t.Run(src.String(), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
@@ -127,7 +127,7 @@ func TestClaimNextConcurrent(t *testing.T) {
 						}
 						mu.Lock()
 						claims[l.JobID]++
-						if other, dup := epochs[l.Epoch]; dup && src == claim.GlobalEpoch {
+						if other, dup := epochs[l.Epoch]; dup && src != claim.PerJobEpoch {
 							t.Errorf("jobs %v and %v both got epoch %d", other, l.JobID, l.Epoch)
 						}
 						epochs[l.Epoch] = l.JobID
@@ -257,7 +257,7 @@ func hammer(t *testing.T, e *env, claimOnce func(ctx context.Context) (*claim.Le
 // database itself, in a trigger, on every claim.
 func TestEpochsStrictlyIncrease(t *testing.T) {
 	t.Parallel()
-	for _, src := range []claim.EpochSource{claim.GlobalEpoch, claim.PerJobEpoch} {
+	for _, src := range []claim.EpochSource{claim.GlobalEpoch, claim.PerJobEpoch, claim.CounterEpoch} {
 		t.Run("jobs "+src.String(), func(t *testing.T) {
 			t.Parallel()
 			j := newJobs(t, claim.JobsConfig{Epochs: src, Lease: time.Millisecond, RenewEvery: -1})
@@ -283,7 +283,7 @@ func TestEpochsStrictlyIncrease(t *testing.T) {
 // write the row B wrote.
 func TestExpiryAndTakeover(t *testing.T) {
 	t.Parallel()
-	for _, src := range []claim.EpochSource{claim.GlobalEpoch, claim.PerJobEpoch} {
+	for _, src := range []claim.EpochSource{claim.GlobalEpoch, claim.PerJobEpoch, claim.CounterEpoch} {
 		for _, op := range []string{"renew", "complete", "release", "write"} {
 			t.Run(src.String()+" "+op, func(t *testing.T) {
 				t.Parallel()

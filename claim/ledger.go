@@ -21,6 +21,8 @@ type LedgerConfig struct {
 	Epochs EpochSource
 	// Sequence is GlobalEpoch's sequence. Default DefaultSequence.
 	Sequence string
+	// Counter is CounterEpoch's counter table. Default DefaultCounter.
+	Counter string
 	// Lease is how long a claim holds its job without renewal; match it to
 	// the queue's visibility timeout. Default DefaultLease.
 	Lease time.Duration
@@ -28,6 +30,9 @@ type LedgerConfig struct {
 	// negative disables the keeper. Extend the message's visibility timeout
 	// at the same pace.
 	RenewEvery time.Duration
+	// KeyNamespace goes into every effect key of this table's jobs; see
+	// JobsConfig.KeyNamespace.
+	KeyNamespace string
 	// (No TakeoverWait, unlike JobsConfig: the claim's ON CONFLICT DO UPDATE
 	// locks the row before a wait could start, and the old claim's completion
 	// would then wait for the takeover while the takeover waits for it. A
@@ -55,8 +60,8 @@ type Ledger struct {
 
 // NewLedger checks cfg and prepares the claim statements for its table.
 func NewLedger(cfg LedgerConfig) (*Ledger, error) {
-	l := &Ledger{t: table{kind: "claim table"}}
-	seq, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Lease, cfg.RenewEvery)
+	l := &Ledger{t: table{kind: "claim table", keyNS: cfg.KeyNamespace}}
+	seq, ctr, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery)
 	if err != nil {
 		return nil, err
 	}
@@ -68,16 +73,19 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	}
 	T := l.t.name.sql
 	l.t.keyCol, l.t.epochCol = name{parts: []string{"job_id"}, sql: "job_id"}, name{parts: []string{"lease_epoch"}, sql: "lease_epoch"}
-	first, next := "1", "c.lease_epoch + 1"
-	if cfg.Epochs == GlobalEpoch {
+	first, next, prefix := "1", "c.lease_epoch + 1", ""
+	switch cfg.Epochs {
+	case GlobalEpoch:
 		first, next = nextvalSQL(seq), nextvalSQL(seq)
+	case CounterEpoch:
+		first, next, prefix = counterEpochSQL, counterEpochSQL, counterCTE(ctr)
 	}
 	// One statement claims a job seen for the first time (the INSERT) or
 	// again (the DO UPDATE). The DO UPDATE's SET runs once PostgreSQL holds
 	// the existing row's lock, so the new epoch is drawn after the previous
 	// claim committed. A release is claimable at once (<=); a live claim's
 	// lease must have run out (<); a done job never is.
-	l.claimSQL = fmt.Sprintf(`INSERT INTO %[1]s AS c (job_id, lease_epoch, status, lease_expires_at) `+
+	l.claimSQL = prefix + fmt.Sprintf(`INSERT INTO %[1]s AS c (job_id, lease_epoch, status, lease_expires_at) `+
 		`VALUES ($1, %[2]s, 'claimed', now() + $2::bigint * interval '1 microsecond') `+
 		`ON CONFLICT (job_id) DO UPDATE SET lease_epoch = %[3]s, status = 'claimed', lease_expires_at = excluded.lease_expires_at `+
 		`WHERE ((c.status = 'released' AND c.lease_expires_at <= now()) OR (c.status = 'claimed' AND c.lease_expires_at < now())) `+
@@ -91,11 +99,13 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	l.t.completeSQL = fmt.Sprintf("UPDATE %s SET status = 'done' %s", T, held)
 	// A release reuses lease_expires_at as "claimable from".
 	l.t.releaseSQL = fmt.Sprintf("UPDATE %s SET status = 'released', lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s", T, held)
+	l.t.checkSQL = fmt.Sprintf("SELECT 1 FROM %s %s FOR KEY SHARE", T, held)
 	l.t.inspectSQL = fmt.Sprintf("SELECT status, lease_epoch, lease_expires_at, NULL::timestamptz, now() FROM %s WHERE job_id = $1", T)
 
 	if cfg.Epochs == GlobalEpoch {
 		l.schema = sequenceDDL(seq)
 	}
+
 	l.schema += fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	job_id text PRIMARY KEY,
 	lease_epoch bigint NOT NULL CHECK (lease_epoch > 0),
@@ -103,6 +113,9 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	lease_expires_at timestamptz NOT NULL
 );
 `, T)
+	if cfg.Epochs == CounterEpoch {
+		l.schema += counterDDL(ctr, "SELECT max(lease_epoch) FROM "+T)
+	}
 	return l, nil
 }
 
@@ -121,6 +134,9 @@ func (l *Ledger) Table() string { return l.t.name.String() }
 //
 // ctx becomes the parent of the handler's context (Lease.Context).
 func (l *Ledger) Claim(ctx context.Context, db DB, jobID string) (*Lease, error) {
+	if err := l.t.checkSequenceOrdered(ctx, db); err != nil {
+		return nil, err
+	}
 	sent := time.Now()
 	var (
 		epoch int64

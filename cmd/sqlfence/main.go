@@ -4,6 +4,7 @@
 //	sqlfence check    lint SQL files (and SQL in Go source) for writes that bypass or cannot carry the fence
 //	sqlfence guard    triggers that make PostgreSQL reject writes to protected tables that did not come through the driver
 //	sqlfence audit    find rows whose epoch is above the claim counter, and move the counter past them
+//	sqlfence relay    deliver outbox messages over HTTP, at least once, each with its Idempotency-Key
 //	sqlfence version  the versions of sqlfence, pg_query_go and the PostgreSQL parser it bundles
 //
 // Each subcommand lives in its own package under internal/cli; this one only picks
@@ -23,6 +24,7 @@ import (
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/cli/demo"
 	"github.com/sqlfence/sqlfence/internal/cli/guard"
+	"github.com/sqlfence/sqlfence/internal/cli/relay"
 	"github.com/sqlfence/sqlfence/internal/cli/version"
 )
 
@@ -41,6 +43,7 @@ func commands() []command {
 		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: check.Run},
 		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: guard.Run},
 		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: audit.Run},
+		{name: "relay", summary: "deliver outbox messages over HTTP, at least once, each with its Idempotency-Key", run: relay.Run},
 		{name: "version", summary: "print the versions of sqlfence, pg_query_go and its PostgreSQL parser", run: version.Run},
 		// The demo re-executes this program as its workers.
 		{name: demo.WorkerCommand, run: demo.RunWorker, hidden: true},

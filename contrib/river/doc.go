@@ -101,6 +101,22 @@
 //     few renewal periods (RenewEvery, default Lease/3) lets a slow arbiter
 //     cost a live execution its claim.
 //
+// # Effects and successors
+//
+// The lease LeaseFromContext returns is a claim.Ledger lease keyed by the
+// job, so its effect keys (claim.Lease.Key) are the same for every execution
+// of a River job: claim.Steps and outbox.Outbox.Add work with it as with any lease.
+// A successor job is inserted with InsertTx in the handler's fenced
+// transaction, after a claim check (Outbox.Add or Steps.Record make one, or
+// lease.Check), with the parent's key for the step in a field of its args
+// tagged river:"unique" and InsertOpts.UniqueOpts{ByArgs: true}: a
+// superseded execution inserts nothing once its successor's claim has
+// committed, and two executions that both commit insert one job — River
+// reports the second as UniqueSkippedAsDuplicate. River keeps that
+// uniqueness while the successor is pending, available, scheduled, running,
+// retryable or completed; once it is cancelled or discarded a repeat inserts
+// it again.
+//
 // # Running River on a sqlfence handle
 //
 // River's own statements pass through sqlfence unchanged (River's tables are

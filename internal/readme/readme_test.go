@@ -195,6 +195,7 @@ var knownPackages = map[string]string{
 	"slog":             "log/slog",
 	"sqlfence":         "github.com/sqlfence/sqlfence",
 	"claim":            "github.com/sqlfence/sqlfence/claim",
+	"outbox":           "github.com/sqlfence/sqlfence/outbox",
 	"pgx":              "github.com/jackc/pgx/v5",
 	"stdlib":           "github.com/jackc/pgx/v5/stdlib",
 	"inventorydb":      "github.com/sqlfence/sqlfence/examples/sqlc/inventorydb",
