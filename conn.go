@@ -255,7 +255,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
-		res, err := execer.ExecContext(ctx, query, args)
+		res, err := execer.ExecContext(ctx, query, extendedArgs(c.inner, args))
 		if err == nil && d.Catalog() != 0 {
 			err = c.catalogChanged(ctx, d.Catalog())
 		}
@@ -265,7 +265,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	res, err := execer.ExecContext(ctx, call.Send, call.args)
+	res, err := execer.ExecContext(ctx, call.Send, extendedArgs(c.inner, call.args))
 	if err != nil {
 		return res, c.enf.claimError(ctx, c.inner, &call, err)
 	}
@@ -293,7 +293,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
-		rows, err := queryer.QueryContext(ctx, query, args)
+		rows, err := queryer.QueryContext(ctx, query, extendedArgs(c.inner, args))
 		if err == nil && d.Catalog() != 0 {
 			return c.afterRows(ctx, rows, d.Catalog()), nil
 		}
@@ -303,7 +303,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	rows, err := queryer.QueryContext(ctx, call.Send, call.args)
+	rows, err := queryer.QueryContext(ctx, call.Send, extendedArgs(c.inner, call.args))
 	if err != nil {
 		return rows, c.enf.claimError(ctx, c.inner, &call, err)
 	}
@@ -317,7 +317,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 // ExecerContext when it has one and a one-off prepared statement otherwise.
 func (c *conn) execUnprepared(ctx context.Context, call *call) (driver.Result, error) {
 	if e, ok := c.inner.(driver.ExecerContext); ok {
-		res, err := e.ExecContext(ctx, call.Send, call.args)
+		res, err := e.ExecContext(ctx, call.Send, extendedArgs(c.inner, call.args))
 		if !errors.Is(err, driver.ErrSkip) {
 			return res, err
 		}
