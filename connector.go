@@ -88,6 +88,10 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
+	if err := c.cfg.claims.resolve(ctx, ic, c.base); err != nil {
+		ic.Close()
+		return nil, err
+	}
 	cn := &conn{inner: ic, cn: c, enf: c.current(), params: statusOf(ic)}
 	if err := c.Usable(ctx, cn.params, ""); err != nil {
 		ic.Close()

@@ -71,6 +71,7 @@ func newFence(p *Policy, opts []ConnectorOption) (*fence, error) {
 	if fp.Enforce == engine.EnforceShadow {
 		cfg.shadow = newShadowTally(cfg.shadowEvery)
 	}
+	cfg.claims = &claimSchemas{}
 	f := &fence{cfg: cfg, base: fp}
 	f.enforcer.Store(newEnforcer(fp, cfg))
 	return f, nil
