@@ -57,9 +57,11 @@ func (s *claimSchemas) resolve(ctx context.Context, ic driver.Conn, p *engine.Po
 	return nil
 }
 
-// qualify returns the claim the check may use: a qualified claim table as it is; an
+// qualify returns the claim the check uses: a qualified claim table as it is; an
 // unqualified one in the schema the policy names for it, or else the schema it
-// resolved to in a fresh session; refused when neither is known.
+// resolved to in a fresh session. A claim table the policy does not list, or one
+// that did not exist when the connections were opened, stays as written: its name
+// resolves through the session's search_path (the README says so).
 func (s *claimSchemas) qualify(cc *engine.ClaimCheck, p *engine.Policy) *engine.ClaimCheck {
 	if cc == nil {
 		return nil
@@ -68,24 +70,19 @@ func (s *claimSchemas) qualify(cc *engine.ClaimCheck, p *engine.Policy) *engine.
 	if t.Schema != "" || t.Name == "" {
 		return cc
 	}
-	listed := false
 	for _, c := range p.Claims {
-		if c.Name != t.Name {
-			continue
-		}
-		if c.Schema != "" {
+		if c.Name == t.Name && c.Schema != "" {
 			return cc.InSchema(c.Schema)
 		}
-		listed = true
 	}
-	if listed && s != nil {
-		s.mu.Lock()
-		ns := s.schema[t.Name]
-		s.mu.Unlock()
-		if ns != "" {
-			return cc.InSchema(ns)
-		}
-		return cc.Unusable(fmt.Sprintf("the claim table %s is not schema-qualified and was not found when the connection was opened, so sqlfence cannot tell which table the claim check would read (a session's search_path or a temporary table could name another); qualify it (WithClaim's table, claim.JobsConfig.Table, e.g. public.%s) or create it before the application connects", t, t.Name))
+	if s == nil {
+		return cc
 	}
-	return cc.Unusable(fmt.Sprintf("the claim table %s is not schema-qualified and not listed under claims: in the policy, so sqlfence cannot tell which table the claim check would read (a session's search_path or a temporary table could name another); qualify it (e.g. public.%s) or list it under claims:", t, t.Name))
+	s.mu.Lock()
+	ns := s.schema[t.Name]
+	s.mu.Unlock()
+	if ns != "" {
+		return cc.InSchema(ns)
+	}
+	return cc
 }

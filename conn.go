@@ -31,6 +31,9 @@ type conn struct {
 	// pinned setting changed, and the connection is then never used again.
 	params func(string) string
 	broken *Error
+	// server is the server's version (server_version_num; 0 when the driver does not
+	// report it): a decision holds only on servers that read the text as the parser.
+	server int
 }
 
 // usable checks, before each statement, that the server still reads text as sqlfence
@@ -115,7 +118,11 @@ func (c *conn) decision(query string) *engine.Decision {
 			c.enf, c.memo = f, engine.Memo{}
 		}
 	}
-	return c.enf.eng.Lookup(&c.memo, query)
+	d := c.enf.eng.Lookup(&c.memo, query)
+	if c.server < engine.ParserVersion {
+		d = d.OnServer(c.server)
+	}
+	return d
 }
 
 func (c *conn) Close() error { return c.inner.Close() }

@@ -8,6 +8,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
@@ -93,6 +95,9 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	cn := &conn{inner: ic, cn: c, enf: c.current(), params: statusOf(ic)}
+	if cn.params != nil {
+		cn.server = engine.ServerVersionNum(cn.params("server_version"))
+	}
 	if err := c.Usable(ctx, cn.params, ""); err != nil {
 		ic.Close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 func init() { front.Open = openFence }
@@ -118,6 +119,18 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 
 func (f *fence) Usable(ctx context.Context, status func(string) string, query string) error {
 	err := checkPinned(status)
+	if err == nil && query != "" {
+		// The server's version: a construct an older server reads as a function call.
+		server := 0
+		if status != nil {
+			server = engine.ServerVersionNum(status("server_version"))
+		}
+		if server < engine.ParserVersion {
+			if d := f.current().eng.Decide(query).OnServer(server); d.Act() == engine.ActRefuse && d.Refusal().Code == rulecode.ServerVersion {
+				err = publicError(d.Refusal().ForStatement(query, 0))
+			}
+		}
+	}
 	if err == nil {
 		return nil
 	}

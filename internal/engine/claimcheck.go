@@ -134,11 +134,3 @@ func (cc *ClaimCheck) InSchema(schema string) *ClaimCheck {
 	q.spec = q.tableSQL() + " " + sqlident.Quote(q.key) + " " + sqlident.Quote(q.epochCo)
 	return &q
 }
-
-// Unusable returns cc refused for why: every protected write under it is refused,
-// saying so.
-func (cc *ClaimCheck) Unusable(why string) *ClaimCheck {
-	q := *cc
-	q.err = why
-	return &q
-}
