@@ -90,11 +90,14 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	if err := c.cfg.claims.resolve(ctx, ic, c.base); err != nil {
-		ic.Close()
-		return nil, err
-	}
 	cn := &conn{inner: ic, cn: c, enf: c.current(), params: statusOf(ic)}
+	// The claim tables' schemas, over pgx (other drivers: claim tables as given).
+	if cn.params != nil {
+		if err := c.cfg.claims.resolve(ctx, ic, c.base); err != nil {
+			ic.Close()
+			return nil, err
+		}
+	}
 	if cn.params != nil {
 		cn.server = engine.ServerVersionNum(cn.params("server_version"))
 	}
