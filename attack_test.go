@@ -37,6 +37,7 @@ package sqlfence_test
 //	--! known_hole: client_encoding is not pinned optional: the case fails today (see below)
 //	--! policy: catalog                           optional: default (the default) or catalog
 //	--! open: driver                              optional: connector (the default) or driver
+//	--! dsn: default_query_exec_mode=simple_protocol  optional: a parameter added to the DSN
 //	--! note: free text                           optional
 //	--! setup                                     SQL run through plain pgx as superuser after
 //	<SQL>                                         the fixture: what migrations created
@@ -177,6 +178,7 @@ type atkCase struct {
 	file, name, class string
 	knownHole         string
 	policy, open      string
+	dsn               []string // parameters added to the DSN (--! dsn:)
 	note              string
 	line              int
 	setup             string
@@ -302,6 +304,8 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 				cur.policy = value
 			case "open":
 				cur.open = value
+			case "dsn":
+				cur.dsn = append(cur.dsn, value)
 			case "note":
 				cur.note = value
 			default:
@@ -554,6 +558,10 @@ func (r atkRewriter) RewriteQuery(_ context.Context, _ *pgx.Conn, _ string, args
 // atkOpen opens the fenced handle a run's steps go through.
 func atkOpen(c *atkCase, dsn string) (*sql.DB, func(), error) {
 	policy := atkPolicies[c.policy]
+	for _, kv := range c.dsn {
+		k, v, _ := strings.Cut(kv, "=")
+		dsn = withParam(dsn, k, v)
+	}
 	if c.open == "driver" {
 		dir, err := os.MkdirTemp("", "sqlfence-attack-")
 		if err != nil {

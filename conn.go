@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
@@ -30,7 +31,14 @@ type conn struct {
 	// params reports the server's settings (pgx only, else nil); broken is set once a
 	// pinned setting changed, and the connection is then never used again.
 	params func(string) string
-	broken *Error
+	// pgxMode is the inner pgx connection's default exec mode (isPgx): read once,
+	// since pgx hands out its config only as a copy (protocol.go).
+	isPgx   bool
+	pgxMode pgx.QueryExecMode
+	broken  *Error
+	// server is the server's version (server_version_num; 0 when the driver does not
+	// report it): a decision holds only on servers that read the text as the parser.
+	server int
 }
 
 // usable checks, before each statement, that the server still reads text as sqlfence
@@ -115,7 +123,11 @@ func (c *conn) decision(query string) *engine.Decision {
 			c.enf, c.memo = f, engine.Memo{}
 		}
 	}
-	return c.enf.eng.Lookup(&c.memo, query)
+	d := c.enf.eng.Lookup(&c.memo, query)
+	if c.server < engine.ParserVersion {
+		d = d.OnServer(c.server)
+	}
+	return d
 }
 
 func (c *conn) Close() error { return c.inner.Close() }
@@ -255,7 +267,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
-		res, err := execer.ExecContext(ctx, query, args)
+		res, err := execer.ExecContext(ctx, query, c.extended(args))
 		if err == nil && d.Catalog() != 0 {
 			err = c.catalogChanged(ctx, d.Catalog())
 		}
@@ -265,7 +277,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	res, err := execer.ExecContext(ctx, call.Send, call.args)
+	res, err := execer.ExecContext(ctx, call.Send, c.extended(call.args))
 	if err != nil {
 		return res, c.enf.claimError(ctx, c.inner, &call, err)
 	}
@@ -293,7 +305,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
-		rows, err := queryer.QueryContext(ctx, query, args)
+		rows, err := queryer.QueryContext(ctx, query, c.extended(args))
 		if err == nil && d.Catalog() != 0 {
 			return c.afterRows(ctx, rows, d.Catalog()), nil
 		}
@@ -303,7 +315,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	rows, err := queryer.QueryContext(ctx, call.Send, call.args)
+	rows, err := queryer.QueryContext(ctx, call.Send, c.extended(call.args))
 	if err != nil {
 		return rows, c.enf.claimError(ctx, c.inner, &call, err)
 	}
@@ -317,7 +329,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 // ExecerContext when it has one and a one-off prepared statement otherwise.
 func (c *conn) execUnprepared(ctx context.Context, call *call) (driver.Result, error) {
 	if e, ok := c.inner.(driver.ExecerContext); ok {
-		res, err := e.ExecContext(ctx, call.Send, call.args)
+		res, err := e.ExecContext(ctx, call.Send, c.extended(call.args))
 		if !errors.Is(err, driver.ErrSkip) {
 			return res, err
 		}
@@ -410,4 +422,12 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 		c.enf.noteLetThrough(ctx, rulecode.RawConnAllowed, "", "")
 	}
 	return c.inner, nil
+}
+
+// extended is extendedArgs for this connection.
+func (c *conn) extended(args []driver.NamedValue) []driver.NamedValue {
+	if !c.isPgx {
+		return args
+	}
+	return extendedArgsFor(c.pgxMode, args)
 }

@@ -8,6 +8,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // NewConnector wraps any database/sql connector (pgx's stdlib.GetConnector, lib/pq, a
@@ -89,6 +91,17 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		}
 	}
 	cn := &conn{inner: ic, cn: c, enf: c.current(), params: statusOf(ic)}
+	cn.isPgx, cn.pgxMode = defaultMode(ic)
+	// The claim tables' schemas, over pgx (other drivers: claim tables as given).
+	if cn.params != nil {
+		if err := c.cfg.claims.resolve(ctx, ic, c.base); err != nil {
+			ic.Close()
+			return nil, err
+		}
+	}
+	if cn.params != nil {
+		cn.server = engine.ServerVersionNum(cn.params("server_version"))
+	}
 	if err := c.Usable(ctx, cn.params, ""); err != nil {
 		ic.Close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 func init() { front.Open = openFence }
@@ -71,6 +72,7 @@ func newFence(p *Policy, opts []ConnectorOption) (*fence, error) {
 	if fp.Enforce == engine.EnforceShadow {
 		cfg.shadow = newShadowTally(cfg.shadowEvery)
 	}
+	cfg.claims = &claimSchemas{}
 	f := &fence{cfg: cfg, base: fp}
 	f.enforcer.Store(newEnforcer(fp, cfg))
 	return f, nil
@@ -117,6 +119,18 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 
 func (f *fence) Usable(ctx context.Context, status func(string) string, query string) error {
 	err := checkPinned(status)
+	if err == nil && query != "" {
+		// The server's version: a construct an older server reads as a function call.
+		server := 0
+		if status != nil {
+			server = engine.ServerVersionNum(status("server_version"))
+		}
+		if server < engine.ParserVersion {
+			if d := f.current().eng.Decide(query).OnServer(server); d.Act() == engine.ActRefuse && d.Refusal().Code == rulecode.ServerVersion {
+				err = publicError(d.Refusal().ForStatement(query, 0))
+			}
+		}
+	}
 	if err == nil {
 		return nil
 	}

@@ -18,7 +18,8 @@ type connectorConfig struct {
 	cacheBytes   int
 	observer     func(context.Context, Event)
 	shadowEvery  time.Duration
-	shadow       *shadowTally // under enforce: shadow; kept across catalog reloads
+	shadow       *shadowTally  // under enforce: shadow; kept across catalog reloads
+	claims       *claimSchemas // the claim tables' schemas, kept across catalog reloads
 }
 
 // WithLogger sends every line the connector logs (shadow mode's new failing shapes and

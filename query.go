@@ -57,7 +57,7 @@ func readAll(rows driver.Rows) ([][]any, error) {
 // depend on an optional interface.
 func queryConn(ctx context.Context, c driver.Conn, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if q, ok := c.(driver.QueryerContext); ok {
-		rows, err := q.QueryContext(ctx, query, args)
+		rows, err := q.QueryContext(ctx, query, extendedArgs(c, args))
 		if !errors.Is(err, driver.ErrSkip) {
 			return rows, err
 		}

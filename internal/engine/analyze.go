@@ -52,6 +52,11 @@ type Decision struct {
 	variants atomic.Pointer[sync.Map] // spec string → *Decision; nil until the first use
 
 	catalog CatalogEffect // how the statement changes what resolve: catalog read
+
+	// minServer is the lowest server_version_num that reads the statement as the
+	// parser did (0: any), minWhat the construct that needs it (versions.go).
+	minServer int
+	minWhat   string
 }
 
 // CatalogEffect says when a statement makes the connector read the catalog again
@@ -183,11 +188,12 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	claim := claimWrite(policy, tree)
+	need, needWhat := serverNeeds(scanned, tree)
 	if len(writes) == 0 {
 		if claim != nil {
 			return &Decision{act: ActClaim, claimTable: claim}, nil
 		}
-		d = &Decision{act: ActPass}
+		d = &Decision{act: ActPass, minServer: need, minWhat: needWhat}
 		if policy.RereadsCatalog() {
 			d.catalog = catalogEffectOf(tree)
 		}
@@ -227,14 +233,15 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &Decision{act: ActPass}, nil
+		return &Decision{act: ActPass, minServer: need, minWhat: needWhat}, nil
 	}
 	out := guardMarker(r.tables) + applyEdits(sql, r.toks, r.edits)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
-	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil}
+	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil,
+		minServer: need, minWhat: needWhat}
 	if wantPlan && cc == nil {
 		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
 	}

@@ -121,3 +121,16 @@ func (d *Decision) claimVariant(policy *Policy, query string, cc *ClaimCheck) *D
 	actual, _ := m.LoadOrStore(cc.spec, v)
 	return actual.(*Decision)
 }
+
+// InSchema returns cc with its unqualified table qualified by schema: the text the
+// check adds then names one table whatever the session's search_path or pg_temp
+// holds. A qualified cc is returned as it is.
+func (cc *ClaimCheck) InSchema(schema string) *ClaimCheck {
+	if cc.table.Schema != "" || cc.err != "" {
+		return cc
+	}
+	q := *cc
+	q.table.Schema = schema
+	q.spec = q.tableSQL() + " " + sqlident.Quote(q.key) + " " + sqlident.Quote(q.epochCo)
+	return &q
+}

@@ -10,7 +10,19 @@ import (
 	"strconv"
 )
 
+// BinEnv names the environment variable that chooses the server binaries: the
+// directory holding initdb and postgres of one PostgreSQL version (the suite runs
+// its corpora once per version with it; see the root package's TestServerVersions).
+// Set, it is the only place looked at.
+const BinEnv = "SQLFENCE_TEST_PG_BIN"
+
 func findBinaries() (string, error) {
+	if dir := os.Getenv(BinEnv); dir != "" {
+		if isExecutable(filepath.Join(dir, "initdb")) && isExecutable(filepath.Join(dir, "postgres")) {
+			return dir, nil
+		}
+		return "", fmt.Errorf("%w: %s=%s holds no initdb and postgres", ErrNoServer, BinEnv, dir)
+	}
 	if initdb, err := exec.LookPath("initdb"); err == nil {
 		// Take postgres from next to initdb, following a symlink into the
 		// installation, so that both come from one version.

@@ -65,6 +65,7 @@ const (
 	PreparedChanged   = "SF703"
 	SessionSettings   = "SF704"
 	GuardMarker       = "SF705"
+	ServerVersion     = "SF706"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -147,6 +148,7 @@ var All = []Info{
 	{PreparedChanged, KindRefused, "a prepared statement that the changed catalog decides differently"},
 	{SessionSettings, KindRefused, "the session reads text differently from sqlfence"},
 	{GuardMarker, KindRefused, "the text carries the guard's marker, which only sqlfence may write"},
+	{ServerVersion, KindRefused, "a construct the connection's server version reads differently from sqlfence's parser"},
 	{CheckUnfencedWrite, KindCheck, "a write to a protected table outside the driver, not fenced by hand"},
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},

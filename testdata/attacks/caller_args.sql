@@ -132,3 +132,42 @@ SELECT $1::text
 SET client_encoding = 'SJIS'
 --! exec simple args=["さ\\'); DELETE FROM inventory; --"]
 SELECT $1::text
+
+-- The simple protocol: pgx interpolates the arguments into the text on the client,
+-- after sqlfence decided, with a lexer of its own. Where that lexer and PostgreSQL's
+-- disagree (pgx reads e' after any identifier as the start of an E'…' string, so in
+-- name'\' it sees the backslash escape a quote), a placeholder sqlfence and the server
+-- read inside a string is substituted, and the argument's quotes end the string:
+-- the argument becomes statements. sqlfence sends every statement with arguments
+-- with the extended protocol, where text and arguments travel apart.
+
+--! name: simple-protocol-lexer-mismatch-read
+--! class: caller-args
+--! query simple args=[" || 1; DELETE FROM inventory; SELECT "]
+SELECT name'\', '$1'
+
+--! name: simple-protocol-lexer-mismatch-dsn-default
+--! class: caller-args
+--! dsn: default_query_exec_mode=simple_protocol
+--! exec args=[" || 1; UPDATE inventory SET quantity = 0; SELECT "]
+SELECT name'\', '$1'
+
+--! name: simple-protocol-lexer-mismatch-dsn-driver
+--! class: caller-args
+--! open: driver
+--! dsn: default_query_exec_mode=simple_protocol
+--! query args=[" || 1; DELETE FROM inventory; SELECT "]
+SELECT name'\', '$1'
+
+--! name: simple-protocol-lexer-mismatch-fenced-write
+--! class: caller-args
+--! dsn: default_query_exec_mode=simple_protocol
+--! exec args=[" || 1; UPDATE inventory SET quantity = 0, epoch = 1; SELECT "]
+UPDATE inventory SET quantity = quantity WHERE sku = name'\' || '$1'
+
+--! name: simple-protocol-lexer-mismatch-exec-mode-exec
+--! class: caller-args
+--! note: control: QueryExecModeExec sends the text and the arguments apart
+--! dsn: default_query_exec_mode=exec
+--! exec args=[" || 1; DELETE FROM inventory; SELECT "]
+SELECT name'\', '$1'

@@ -248,3 +248,30 @@ SET standard_conforming_strings = on
 SET standard_conforming_strings TO DEFAULT
 --! exec
 SELECT 'a\' /*'; DELETE FROM inventory WHERE sku = $$a$$; --*/
+
+-- The server's grammar is not the parser's: pg_query reads PostgreSQL 17's grammar,
+-- where JSON_ARRAY(…), JSON(…), JSON_SCALAR(…) … are constructs of their own; an older
+-- server reads the same text as a call of a function of that name, and a user
+-- function of that name runs (on 17 and later the constructs never call one). The
+-- driver reads the server's version at connect and refuses them on older servers.
+
+--! name: server-grammar-json-array
+--! class: text-reading
+--! setup
+CREATE FUNCTION public.json_array(a int, b int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN DELETE FROM inventory; RETURN a; END $$;
+--! query
+SELECT JSON_ARRAY(1, 2)
+
+--! name: server-grammar-json-scalar
+--! class: text-reading
+--! setup
+CREATE FUNCTION public.json_scalar(a int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN a; END $$;
+--! query
+SELECT JSON_SCALAR(1)
+
+--! name: server-grammar-json-in-fenced-write
+--! class: text-reading
+--! setup
+CREATE FUNCTION public.json(a text) RETURNS text LANGUAGE plpgsql AS $$ BEGIN DELETE FROM billing.invoices; RETURN a; END $$;
+--! exec
+UPDATE inventory SET note = JSON('{}')::text WHERE sku = 'a'
