@@ -29,12 +29,13 @@ type enforcer struct {
 	observer  func(context.Context, Event) // WithObserver's, or nil
 	shadow    *shadowTally                 // under enforce: shadow, else nil
 	observing bool                         // either is set: call note (observe.go)
+	claims    *claimSchemas                // the connector's (claimschema.go)
 	names     sync.Map                     // *engine.Table → its name in events (observe.go)
 }
 
 func newEnforcer(p *engine.Policy, cfg connectorConfig) *enforcer {
 	return &enforcer{eng: engine.New(p, cfg.cacheEntries, cfg.cacheBytes), policy: p, log: cfg.logger,
-		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil}
+		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil, claims: cfg.claims}
 }
 
 // shadowing reports enforce: shadow: statements are sent as written.
@@ -136,6 +137,9 @@ func (f *enforcer) bindCall(ctx context.Context, d *engine.Decision, query strin
 		return unchanged, engine.Session{}, nil
 	}
 	s := sessionOf(ctx)
+	if s.Claim != nil {
+		s.Claim = f.claims.qualify(s.Claim, f.policy)
+	}
 	if argRefusal != nil {
 		nargs = d.EpochParam() - 1 // the arguments' own refusal comes first
 	}

@@ -26,6 +26,7 @@ import (
 	"testing"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // ---- pass-through and rewrite, byte for byte ----
@@ -123,6 +124,17 @@ func TestMockGoldenReachesDriver(t *testing.T) {
 	for _, g := range goldens(t) {
 		t.Run(g.name, func(t *testing.T) {
 			switch {
+			case strings.HasSuffix(g.name, "_pg17"):
+				// The recording driver reports no server version, so a construct
+				// older servers read differently is refused on it (SF706); the
+				// PostgreSQL tests run it on a server that reads it as the parser does.
+				db, r := openFull(t)
+				_, err := db.ExecContext(epoch(7), g.in, int64(1), int64(2), int64(3))
+				var fe *sqlfence.Error
+				if !errors.As(err, &fe) || fe.Code != rulecode.ServerVersion {
+					t.Fatalf("exec: err = %v, want SF706", err)
+				}
+				wantCalls(t, r.statements())
 			case g.out == "PASS":
 				db, r := openFull(t)
 				args := make([]any, numInput(g.in))
