@@ -172,4 +172,6 @@ func (f *fence) Changed(ctx context.Context, q front.Querier, eff engine.Catalog
 	return nil
 }
 
+func (f *fence) Raw(ctx context.Context) error { return f.current().rawAllowed(ctx) }
+
 func (f *fence) Log() *slog.Logger { return f.cfg.logger }
