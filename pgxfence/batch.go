@@ -111,6 +111,11 @@ func (b *batch) readAll() {
 	b.held = make([]held, len(b.calls))
 	for i := range b.held {
 		h := &b.held[i]
+		if c := &b.calls[i]; c.Fenced && !c.Returning() && c.D.Classifier() != nil {
+			// A fenced write without RETURNING has no rows to keep.
+			h.tag, h.err = b.inner.Exec()
+			continue
+		}
 		r, err := b.inner.Query()
 		if err != nil {
 			h.err = err
