@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
@@ -29,31 +31,70 @@ func numParams(s string) int {
 	return n
 }
 
-// TestDifferentialGolden: for every statement of testdata/rewrite, the
-// database/sql front and pgxfence (Conn, Pool, a transaction) send byte-identical
-// texts to the server — the golden's fenced text, the input for a pass, nothing for
-// a refusal — and a refusal is the same error on both.
+// dataState is every table of the fixture, rows in order: what the differential
+// compares across the fronts' databases.
+const dataState = `SELECT concat_ws(' | ',
+	(SELECT string_agg(t::text, ',' ORDER BY t::text) FROM inventory t),
+	(SELECT string_agg(t::text, ',' ORDER BY t::text) FROM staging t),
+	(SELECT string_agg(t::text, ',' ORDER BY t::text) FROM billing.invoices t),
+	(SELECT string_agg(t::text, ',' ORDER BY t::text) FROM reports t),
+	(SELECT string_agg(t::text, ',' ORDER BY t::text) FROM audit t),
+	(SELECT string_agg(t::text, ',' ORDER BY t::text) FROM jobs t))`
+
+// side is one front of the differential, on a database of its own.
+type side struct {
+	name string
+	f    *fixture
+	tr   *tracer
+	exec func(ctx context.Context, sql string, args ...any) error
+}
+
+// TestDifferentialGolden: every statement of testdata/rewrite runs with no, a
+// stale (3) and a fresh (7) epoch through the database/sql front and through
+// pgxfence's Conn, Pool and a Tx, each on a database of its own. On every run all
+// four send byte-identical texts — the golden's fenced text, the input for a
+// pass, nothing for a refusal — and return the same kind of error (rule code
+// included), and after every run their databases hold the same data.
 func TestDifferentialGolden(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/rewrite/*.sql")
 	if len(files) == 0 {
 		t.Fatal("no golden files")
 	}
-	// Each front on a database of its own, so that every statement meets the same
-	// data on both (a fenced write's checks depend on it).
-	f, fstd, fpool := newFixture(t), newFixture(t), newFixture(t)
 	p := policy(t, "")
 
-	sqlTr := &tracer{}
+	fstd := newFixture(t)
 	cfg, err := pgx.ParseConfig(fstd.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Tracer = sqlTr
+	cfg.Tracer = fstd.tr
 	std := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), p))
 	std.SetMaxOpenConns(1)
 	defer std.Close()
-	conn := f.conn(t, p, pgx.QueryExecModeCacheStatement)
+	fconn, fpool, ftx := newFixture(t), newFixture(t), newFixture(t)
+	conn := fconn.conn(t, p, pgx.QueryExecModeCacheStatement)
 	pool := fpool.pool(t, p, pgx.QueryExecModeCacheStatement)
+	txPool := ftx.pool(t, p, pgx.QueryExecModeCacheStatement)
+	tagErr := func(_ pgconn.CommandTag, err error) error { return err }
+	sides := []side{
+		{"database/sql", fstd, fstd.tr, func(ctx context.Context, q string, args ...any) error {
+			_, err := std.ExecContext(ctx, q, args...)
+			return err
+		}},
+		{"Conn", fconn, fconn.tr, func(ctx context.Context, q string, args ...any) error { return tagErr(conn.Exec(ctx, q, args...)) }},
+		{"Pool", fpool, fpool.tr, func(ctx context.Context, q string, args ...any) error { return tagErr(pool.Exec(ctx, q, args...)) }},
+		{"Tx", ftx, ftx.tr, func(ctx context.Context, q string, args ...any) error {
+			tx, err := txPool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}},
+	}
 
 	for _, file := range files {
 		data, err := os.ReadFile(file)
@@ -66,62 +107,79 @@ func TestDifferentialGolden(t *testing.T) {
 		}
 		out = strings.TrimSuffix(out, "\n")
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".sql"), func(t *testing.T) {
+			rewrite := strings.HasPrefix(out, "/*")
 			n := numParams(in)
-			if !strings.HasPrefix(out, "PASS") && !strings.Contains(out, ": ") {
-				n = numParams(out) - 1
+			if rewrite {
+				n = numParams(out) - 1 // the epoch is the fenced text's last parameter
 			}
 			args := make([]any, n)
 			for i := range args {
 				args[i] = int64(100 + i)
 			}
-			ctx := sqlfence.WithEpoch(timeout(t, context.Background()), 7)
-			sqlTr.take()
-			f.tr.take()
-			fpool.tr.take()
-			_, stdErr := std.ExecContext(ctx, in, args...)
-			want := sqlTr.take()
-			_, pgxErr := conn.Exec(ctx, in, args...)
-			got := f.tr.take()
-			if !slices.Equal(got, want) {
-				t.Fatalf("Conn.Exec sent\n\t%q\nthe database/sql front sent\n\t%q", got, want)
-			}
-			var se, pe *sqlfence.Error
-			if errors.As(stdErr, &se) != errors.As(pgxErr, &pe) || se != nil && (se.Code != pe.Code || se.Kind != pe.Kind) {
-				t.Fatalf("errors differ: database/sql %v; pgxfence %v", stdErr, pgxErr)
-			}
-			switch {
-			case out == "PASS":
-				if len(want) == 0 || want[0] != in {
-					t.Fatalf("pass: sent %q", want)
+			for _, epoch := range []int64{0, 3, 7} {
+				ctx := timeout(t, context.Background())
+				if epoch != 0 {
+					ctx = sqlfence.WithEpoch(ctx, epoch)
 				}
-			case strings.HasPrefix(out, "REFUSED: ") || strings.HasPrefix(out, "CLAIM HELPERS ONLY: "):
-				if len(want) != 0 || !errors.Is(pgxErr, sqlfence.ErrRefused) {
-					t.Fatalf("refusal: sent %q, err %v", want, pgxErr)
+				var (
+					sent  [][]string
+					errs  []error
+					state []string
+				)
+				for _, s := range sides {
+					s.tr.take()
+					errs = append(errs, s.exec(ctx, in, args...))
+					// The transaction's own begin and commit are not the statement's.
+					sent = append(sent, slices.DeleteFunc(s.tr.take(), func(q string) bool { return q == "begin" || q == "commit" || q == "rollback" }))
+					state = append(state, s.f.state(t, dataState))
 				}
-				return
-			case strings.Contains(out[:min(len(out), 30)], ": ") && !strings.HasPrefix(out, "/*"):
-				t.Skipf("outcome %q", out)
-			default:
-				if len(want) == 0 || want[0] != out {
-					t.Fatalf("rewrite: sent %q, golden %q", want, out)
+				for i := range sides[1:] {
+					i++
+					if !slices.Equal(sent[i], sent[0]) {
+						t.Fatalf("epoch %d: %s sent\n\t%q\nthe database/sql front sent\n\t%q", epoch, sides[i].name, sent[i], sent[0])
+					}
+					if kind(errs[i]) != kind(errs[0]) {
+						t.Fatalf("epoch %d: errors differ: database/sql %v; %s %v", epoch, errs[0], sides[i].name, errs[i])
+					}
+					if state[i] != state[0] {
+						t.Fatalf("epoch %d: data differ after the statement:\ndatabase/sql: %s\n%s: %s", epoch, state[0], sides[i].name, state[i])
+					}
 				}
-			}
-			// The other pgxfence paths send the same first text.
-			if _, err := pool.Exec(ctx, in, args...); err != nil && errors.Is(err, sqlfence.ErrRefused) {
-				t.Fatalf("Pool.Exec: %v", err)
-			}
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows, _ := tx.Query(ctx, in, args...)
-			rows.Close()
-			tx.Rollback(ctx)
-			for _, s := range [][]string{fpool.tr.take()} {
-				if !slices.Contains(s, want[0]) {
-					t.Fatalf("Pool and Tx sent %q, want %q", s, want[0])
+				switch {
+				case strings.HasPrefix(out, "REFUSED: ") || strings.HasPrefix(out, "CLAIM HELPERS ONLY: "):
+					if len(sent[0]) != 0 || !errors.Is(errs[1], sqlfence.ErrRefused) {
+						t.Fatalf("refusal: sent %q, err %v", sent[0], errs[1])
+					}
+				case out == "PASS":
+					if len(sent[0]) == 0 || sent[0][0] != in {
+						t.Fatalf("pass: sent %q", sent[0])
+					}
+				case rewrite && epoch == 0:
+					if len(sent[0]) != 0 || !errors.Is(errs[1], sqlfence.ErrUnfenced) {
+						t.Fatalf("no epoch: sent %q, err %v", sent[0], errs[1])
+					}
+				case rewrite:
+					if len(sent[0]) == 0 || sent[0][0] != out {
+						t.Fatalf("rewrite: sent %q, golden %q", sent[0], out)
+					}
 				}
 			}
 		})
 	}
+}
+
+// kind is what the differential compares of two errors: sqlfence's kind and rule
+// code, the server's SQLSTATE, or that there was none.
+func kind(err error) string {
+	var fe *sqlfence.Error
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &fe):
+		return fmt.Sprintf("%v %s", fe.Kind, fe.Code)
+	case errors.As(err, &pe):
+		return "SQLSTATE " + pe.Code
+	}
+	return "other"
 }
