@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/pgxfence"
@@ -116,5 +117,30 @@ func TestExecModes(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestResultFormats: QueryResultFormats and QueryResultFormatsByOID reach pgx with
+// the fenced statement.
+func TestResultFormats(t *testing.T) {
+	f := newFixture(t)
+	d := f.conn(t, policy(t, ""), pgx.QueryExecModeCacheStatement)
+	ctx := sqlfence.WithEpoch(timeout(t, context.Background()), 7)
+	for _, opt := range []any{pgx.QueryResultFormats{pgx.TextFormatCode}, pgx.QueryResultFormatsByOID{pgtype.Int4OID: pgx.TextFormatCode}} {
+		rows, err := d.Query(ctx, `UPDATE inventory SET quantity = quantity + 1 WHERE sku = 'a' RETURNING quantity`, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows.Next() {
+			t.Fatalf("%T: no row: %v", opt, rows.Err())
+		}
+		if raw := string(rows.RawValues()[0]); raw != "11" && raw != "12" {
+			t.Fatalf("%T: raw value %q, want the text format", opt, raw)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		ctx = sqlfence.WithEpoch(ctx, 8) // strict mode: one write per row per epoch
 	}
 }

@@ -116,7 +116,9 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // Prepare prepares a statement the fence lets through as written (a read, a write
 // of an unprotected table). A protected write is refused: its epoch belongs to each
 // execution's context, and pgx would run the prepared statement by its name, a text
-// the fence cannot decide on.
+// the fence cannot decide on. Exec and Query decide on the text they are given, so
+// a prepared statement runs through them when its name is its text (pgx's own
+// convention, Prepare(ctx, sql, sql)); any other name is decided as SQL.
 func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
 	c, _, err := t.fe.prepare(ctx, t.target(), sql, nil, forExec)
 	if err != nil {
