@@ -222,7 +222,7 @@ func (b *batch) Close() error {
 		}
 		for i := range b.calls {
 			if eff := b.calls[i].D.Catalog(); eff != 0 && b.err == nil {
-				b.err = b.fe.f.Changed(b.ctx, b.t.querier(b.fe), eff, b.t.pending)
+				b.err = b.fe.f.Changed(b.ctx, b.t.querier(b.fe), eff, b.t.catalogPending())
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Id
 		defer tx.Rollback(context.WithoutCancel(ctx))
 		run = tx
 	}
-	lt := target{conn: t.conn, run: run, pending: t.pending}
+	lt := target{conn: t.conn, status: t.status, run: run, pending: t.pending}
 	if _, err := lt.querier(fe)(ctx, c.Claim.LockText(), c.Claim.Key()); err != nil {
 		return 0, err
 	}

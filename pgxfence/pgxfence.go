@@ -66,6 +66,7 @@ func New(pool *pgxpool.Pool, p *sqlfence.Policy, opts ...sqlfence.ConnectorOptio
 // for concurrent use.
 type Conn struct {
 	conn    *pgx.Conn
+	status  func(string) string
 	fe      *fence
 	pending bool // DDL ran in a transaction that has not ended (front.Fence.Changed)
 }
@@ -79,7 +80,7 @@ func NewConn(conn *pgx.Conn, p *sqlfence.Policy, opts ...sqlfence.ConnectorOptio
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{conn: conn, fe: fe}, nil
+	return &Conn{conn: conn, status: conn.PgConn().ParameterStatus, fe: fe}, nil
 }
 
 // Raw returns the pool behind p. Whatever runs on it bypasses the fence, so it is
@@ -105,8 +106,9 @@ func (c *Conn) Raw(ctx context.Context) (*pgx.Conn, error) {
 // settings and that rewriters see, and what sends (the conn, or a transaction on it).
 type target struct {
 	conn    *pgx.Conn
+	status  func(string) string // conn's ParameterStatus (kept by Conn and Tx: the method value allocates)
 	run     runner
-	pending *bool
+	pending *bool // nil for a pool's statement outside a transaction
 }
 
 // runner is what *pgx.Conn and pgx.Tx have in common for sending.
@@ -126,18 +128,20 @@ func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, target, error) {
 		return nil, target{}, err
 	}
 	c := pc.Conn()
-	pending := false
-	return pc, target{conn: c, run: c, pending: &pending}, nil
+	return pc, target{conn: c, status: c.PgConn().ParameterStatus, run: c}, nil
 }
 
 // release returns pc to the pool; a connection refused for its settings is closed
 // first so that the pool destroys it.
 func release(ctx context.Context, pc *pgxpool.Conn, err error) {
-	var fe *sqlfence.Error
-	if errors.As(err, &fe) && fe.Code == rulecode.SessionSettings {
-		pc.Conn().Close(context.WithoutCancel(ctx))
+	if err != nil {
+		if fe := (*sqlfence.Error)(nil); errors.As(err, &fe) && fe.Code == rulecode.SessionSettings {
+			pc.Conn().Close(context.WithoutCancel(ctx))
+		}
 	}
 	pc.Release()
 }
 
-func (c *Conn) target() target { return target{conn: c.conn, run: c.conn, pending: &c.pending} }
+func (c *Conn) target() target {
+	return target{conn: c.conn, status: c.status, run: c.conn, pending: &c.pending}
+}

@@ -100,7 +100,7 @@ func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, 
 		}
 		fe.ready.Store(true)
 	}
-	if err := fe.f.Usable(ctx, t.conn.PgConn().ParameterStatus, sql); err != nil {
+	if err := fe.f.Usable(ctx, t.status, sql); err != nil {
 		return c, nil, err
 	}
 	o, args := split(args, kind)
@@ -164,7 +164,8 @@ func (fe *fence) exec(ctx context.Context, t target, sql string, args []any) (pg
 	tag, err := t.run.Exec(ctx, c.Send, send...)
 	if err != nil {
 		if c.Claim != nil {
-			err = fe.f.ClaimError(ctx, t.querier(fe), &c, err)
+			cc := c // on the heap only on this path (the Fence is an interface)
+			err = fe.f.ClaimError(ctx, t.querier(fe), &cc, err)
 		}
 		return tag, err
 	}
@@ -177,15 +178,25 @@ func (fe *fence) exec(ctx context.Context, t target, sql string, args []any) (pg
 func (fe *fence) after(ctx context.Context, t target, c *front.Call, tag pgconn.CommandTag, wrote bool) error {
 	if c.Fenced && wrote {
 		if n := tag.RowsAffected(); c.NeedsCheck(n) {
-			if err := fe.f.Check(ctx, t.querier(fe), c, n); err != nil {
+			cc := *c // c stays on the caller's stack at the common, unchecked end
+			if err := fe.f.Check(ctx, t.querier(fe), &cc, n); err != nil {
 				return err
 			}
 		}
 	}
 	if eff := c.D.Catalog(); eff != 0 {
-		return fe.f.Changed(ctx, t.querier(fe), eff, t.pending)
+		return fe.f.Changed(ctx, t.querier(fe), eff, t.catalogPending())
 	}
 	return nil
+}
+
+// catalogPending is t's catalog state for front.Fence.Changed; a pool's statement
+// outside a transaction has none that outlives it.
+func (t target) catalogPending() *bool {
+	if t.pending == nil {
+		return new(bool)
+	}
+	return t.pending
 }
 
 // query sends a statement whose rows the caller reads; done runs once the rows are

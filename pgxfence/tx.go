@@ -18,8 +18,9 @@ import (
 // Tx is the pgx.Tx that Pool, Conn and Tx begin. Each statement is fenced with the
 // epoch of its own context, as on the database/sql front.
 type Tx struct {
-	inner pgx.Tx
-	fe    *fence
+	inner  pgx.Tx
+	status func(string) string // the connection's ParameterStatus
+	fe     *fence
 	// pending is the catalog's state of the connection (front.Fence.Changed): the
 	// Conn's, or the outermost Tx's own for a pool's transaction.
 	pending *bool
@@ -38,10 +39,12 @@ func newTx(fe *fence, inner pgx.Tx, pending *bool, end runner) *Tx {
 	if pending == nil {
 		pending = new(bool)
 	}
-	return &Tx{inner: inner, fe: fe, pending: pending, endQ: target{run: end}.querier(fe)}
+	return &Tx{inner: inner, status: inner.Conn().PgConn().ParameterStatus, fe: fe, pending: pending, endQ: target{run: end}.querier(fe)}
 }
 
-func (t *Tx) target() target { return target{conn: t.inner.Conn(), run: t.inner, pending: t.pending} }
+func (t *Tx) target() target {
+	return target{conn: t.inner.Conn(), status: t.status, run: t.inner, pending: t.pending}
+}
 
 // Begin starts a savepoint transaction, fenced like t.
 func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
@@ -49,7 +52,7 @@ func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{inner: inner, fe: t.fe, pending: t.pending, endQ: target{run: t.inner}.querier(t.fe), nested: true}, nil
+	return &Tx{inner: inner, status: t.status, fe: t.fe, pending: t.pending, endQ: target{run: t.inner}.querier(t.fe), nested: true}, nil
 }
 
 // Commit commits the transaction (or releases the savepoint); after a transaction
