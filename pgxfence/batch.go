@@ -33,8 +33,13 @@ func (fe *fence) sendBatch(ctx context.Context, t target, b *pgx.Batch, done fun
 	calls := make([]front.Call, n)
 	sends := make([][]any, n)
 	check, withArgs := false, false
+	if n > 0 {
+		if err := fe.usable(ctx, t, b.QueuedQueries[0].SQL); err != nil {
+			return fe.refuseBatch(n, 0, err, done)
+		}
+	}
 	for i, qq := range b.QueuedQueries {
-		c, send, err := fe.prepare(ctx, t, qq.SQL, qq.Arguments, forBatch)
+		c, send, err := fe.bind(ctx, t, qq.SQL, qq.Arguments, forBatch)
 		if err != nil {
 			return fe.refuseBatch(n, i, err, done)
 		}

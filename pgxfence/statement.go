@@ -94,15 +94,26 @@ func (fe *fence) sendMode(o *options, nargs int) (pgx.QueryExecMode, bool) {
 // the text it produced. send is what to pass to pgx: the options it keeps, then the
 // call's arguments.
 func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, kind int) (c front.Call, send []any, err error) {
+	if err := fe.usable(ctx, t, sql); err != nil {
+		return c, nil, err
+	}
+	return fe.bind(ctx, t, sql, args, kind)
+}
+
+// usable readies the fence (resolve: catalog) and checks the session's settings,
+// once per statement or batch.
+func (fe *fence) usable(ctx context.Context, t target, sql string) error {
 	if !fe.ready.Load() {
 		if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
-			return c, nil, err
+			return err
 		}
 		fe.ready.Store(true)
 	}
-	if err := fe.f.Usable(ctx, t.status, sql); err != nil {
-		return c, nil, err
-	}
+	return fe.f.Usable(ctx, t.status, sql)
+}
+
+// bind is prepare after usable.
+func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kind int) (c front.Call, send []any, err error) {
 	o, args := split(args, kind)
 	if o.rewriter != nil {
 		// pgx would rewrite after any decision; here the rewritten text is decided.
