@@ -23,7 +23,9 @@ import (
 // Under a claim the copy runs in a transaction (t's, or one begun here) that first
 // locks the claim row FOR SHARE and checks it still holds this epoch, so no newer
 // claim can take the job until the rows are committed. Observer events name the
-// INSERT text.
+// INSERT text. pgx writes COPY's own text, which cannot carry the guard's marker, so
+// where the database-side guard (sqlfence guard) is installed on the table it
+// refuses the copy: insert through INSERT … SELECT FROM unnest($1::…[]) there.
 func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
 	if len(table) == 0 || len(columns) == 0 {
 		return t.run.CopyFrom(ctx, table, columns, src) // pgx reports it
