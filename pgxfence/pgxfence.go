@@ -50,7 +50,11 @@ type Pool struct {
 // New fences pool with p (a policy from sqlfence.LoadPolicy or sqlfence.ParsePolicy)
 // and the same options as sqlfence.NewConnector. The pool's connections must keep
 // standard_conforming_strings on and client_encoding UTF8 (PostgreSQL's defaults);
-// a statement on a connection that does not is refused.
+// a statement on a connection that does not is refused. With the database-side
+// guard (sqlfence guard) installed, the connections must carry the setting
+// sqlfence.GuardSetting = on, set where it costs no round trip:
+//
+//	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
 func New(pool *pgxpool.Pool, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Pool, error) {
 	if pool == nil {
 		return nil, errors.New("pgxfence: New: nil pool")
