@@ -44,7 +44,7 @@ func TestExactAccounting(t *testing.T) {
 	p := policy(t, "")
 	const upsert = `INSERT INTO inventory (sku, quantity) VALUES ('a', 1), ('z', 2) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity`
 	for _, fr := range fronts {
-		for _, path := range []string{"exec", "query returning"} {
+		for _, path := range []string{"exec", "query returning", "batch"} {
 			t.Run(fr.name+"/"+path, func(t *testing.T) {
 				t.Parallel()
 				f := newFixture(t)
@@ -55,7 +55,22 @@ func TestExactAccounting(t *testing.T) {
 				if path != "exec" {
 					stmt += ` RETURNING sku`
 				}
-				_, err := run(ctx, d, path != "exec", stmt)
+				var err error
+				if path == "batch" {
+					b := &pgx.Batch{}
+					b.Queue(`SELECT 1`)
+					b.Queue(stmt)
+					br := d.SendBatch(ctx, b)
+					if _, err := br.Exec(); err != nil {
+						t.Fatal(err)
+					}
+					_, err = br.Exec()
+					if cerr := br.Close(); cerr != nil {
+						t.Fatal(cerr)
+					}
+				} else {
+					_, err = run(ctx, d, path != "exec", stmt)
+				}
 				var fe *sqlfence.Error
 				if !errors.As(err, &fe) || !errors.Is(err, sqlfence.ErrFenced) || fe.Affected != 1 || fe.Fenced != 1 || fe.StoredEpoch != 9 {
 					t.Fatalf("err = %v, want ErrFenced with 1 affected, 1 fenced, stored 9", err)
