@@ -66,15 +66,18 @@ func (f *enforcer) claimErrorBound(ctx context.Context, q engine.Querier, b *eng
 	return noteFenced(ctx, out)
 }
 
-// wrapRows wraps the rows of a fenced write with RETURNING, so that an empty result
-// is classified like a write that affected no rows.
+// wrapRows wraps the rows of a fenced write with RETURNING, so that its result is
+// explained like Exec's: the rows returned are the rows it wrote.
 func (f *enforcer) wrapRows(ctx context.Context, q driver.Conn, rows driver.Rows, c call) driver.Rows {
-	fr := &fencedRows{inner: rows, explain: func() error { return f.check(ctx, q, &c, 0) }}
+	exact := exactAccounting(ctx)
+	fr := &fencedRows{inner: rows, explain: func(n int64) error {
+		if !c.Returning() || !c.NeedsCheck(n, exact) {
+			return nil
+		}
+		return f.check(ctx, q, &c, n)
+	}}
 	if c.Claim != nil {
 		fr.translate = func(err error) error { return f.claimError(ctx, q, &c, err) }
-	}
-	if !c.Returning() {
-		fr.explain = func() error { return nil }
 	}
 	return fr
 }

@@ -6,7 +6,6 @@ package sqlfence
 
 import (
 	"context"
-	"database/sql/driver"
 	"fmt"
 	"sync"
 
@@ -30,18 +29,14 @@ type claimSchemas struct {
 // resolve reads, over a connection no statement has run on yet, the schema of each
 // unqualified claim table of p that is not known yet. A table that does not exist yet
 // is tried again at the next connection.
-func (s *claimSchemas) resolve(ctx context.Context, ic driver.Conn, p *engine.Policy) error {
-	q, ok := ic.(driver.QueryerContext)
-	if !ok {
-		return nil // claim-checked writes on unqualified tables are then refused
-	}
+func (s *claimSchemas) resolve(ctx context.Context, q engine.Querier, p *engine.Policy) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range p.Claims {
 		if c.Schema != "" || s.schema[c.Name] != "" {
 			continue
 		}
-		rows, err := queryAll(ctx, q, claimSchemaSQL, sqlident.Quote(c.Name))
+		rows, err := q(ctx, claimSchemaSQL, sqlident.Quote(c.Name))
 		if err != nil {
 			return fmt.Errorf("sqlfence: reading the schema of claim table %s: %w", c.QualifiedName, err)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sqlfence/sqlfence/internal/engine"
-	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // conn fences one connection of the inner driver. Every path database/sql has to the
@@ -408,18 +407,8 @@ func RawConn(ctx context.Context, driverConn any) (driver.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("sqlfence: RawConn: %T is not a sqlfence connection; call it inside sql.Conn.Raw of a sqlfence DB", driverConn)
 	}
-	reason, ok := unfencedReason(ctx)
-	if !ok || !c.enf.policy.AllowUnfenced {
-		err := &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw driver connection bypasses the fence",
-			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
-		if c.enf.observing {
-			c.enf.emit(ctx, Event{Outcome: OutcomeUnfenced, Err: err}, false) // refused in shadow mode too
-		}
+	if err := c.enf.rawAllowed(ctx); err != nil {
 		return nil, err
-	}
-	c.enf.log.WarnContext(ctx, "sqlfence: raw connection handed out", "code", rulecode.RawConnAllowed, "reason", reason)
-	if c.enf.observing {
-		c.enf.noteLetThrough(ctx, rulecode.RawConnAllowed, "", "")
 	}
 	return c.inner, nil
 }

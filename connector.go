@@ -71,15 +71,18 @@ var (
 	_ io.Closer        = (*connector)(nil)
 )
 
-// Connect opens a connection of the inner connector, reads the catalog over it the
-// first time (resolve: catalog), before any statement is decided under the
-// unresolved policy, and refuses a session whose settings read text differently.
+// Connect opens a connection of the inner connector and, before any statement is
+// decided on it, readies the fence over it the first time (the claim tables' schemas
+// on pgx, the catalog under resolve: catalog), then refuses a session whose settings
+// read text differently. Other drivers' sessions are asked nothing the policy does
+// not need: a test fake or go-sqlmock sees only the application's statements.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	ic, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.base.ResolveCatalog {
+	params := statusOf(ic)
+	if params != nil || c.base.ResolveCatalog {
 		q, ok := ic.(driver.QueryerContext)
 		if !ok {
 			ic.Close()
@@ -90,15 +93,8 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	cn := &conn{inner: ic, cn: c, enf: c.current(), params: statusOf(ic)}
+	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params}
 	cn.isPgx, cn.pgxMode = defaultMode(ic)
-	// The claim tables' schemas, over pgx (other drivers: claim tables as given).
-	if cn.params != nil {
-		if err := c.cfg.claims.resolve(ctx, ic, c.base); err != nil {
-			ic.Close()
-			return nil, err
-		}
-	}
 	if cn.params != nil {
 		cn.server = engine.ServerVersionNum(cn.params("server_version"))
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -613,6 +614,36 @@ func TestExactAccounting(t *testing.T) {
 		if n, _ := res.RowsAffected(); n != 1 {
 			t.Fatalf("%s without exact accounting: %d rows, want 1", stmt, n)
 		}
+	}
+}
+
+// TestExactAccountingReturning: a multi-row upsert through Query with RETURNING (as
+// GORM sends a batch upsert) in which one row is fenced and one is new reports the
+// fenced row from rows.Err() under exact accounting, as Exec does.
+func TestExactAccountingReturning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "testdata/sqlfence.yaml")
+	if _, err := f.raw.Exec(`UPDATE inventory SET writer_epoch = 9 WHERE sku = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(sqlfence.WithExactAccounting(sqlfence.WithEpoch(context.Background(), 7)), time.Minute)
+	defer cancel()
+	rows, err := f.fenced.QueryContext(ctx, `INSERT INTO inventory (sku, quantity) VALUES ('a', 1), ('z', 2) ON CONFLICT (sku) DO UPDATE SET quantity = excluded.quantity RETURNING sku`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	err = rows.Err()
+	rows.Close()
+	var fe *sqlfence.Error
+	if !errors.As(err, &fe) || !errors.Is(err, sqlfence.ErrFenced) || fe.Affected != 1 || fe.Fenced != 1 || fe.StoredEpoch != 9 {
+		t.Fatalf("rows.Err() = %v (%d rows), want ErrFenced with 1 affected, 1 fenced, stored 9", err, n)
+	}
+	if got := f.state(t, inventoryState); got != "a:10:9 b:20:5 z:2:7" {
+		t.Fatalf("data %q", got)
 	}
 }
 

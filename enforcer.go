@@ -230,3 +230,23 @@ func userArgs(d *engine.Decision, query string, args []driver.NamedValue) ([]dri
 	}
 	return user, len(user), nil
 }
+
+// rawAllowed hands out a front's raw, unfenced connection only on the explicit
+// unfenced path: ctx from Unfenced and `unfenced: allow` in the policy. Either way
+// the observer hears of it, and an allowed hand-out is logged.
+func (f *enforcer) rawAllowed(ctx context.Context) error {
+	reason, ok := unfencedReason(ctx)
+	if !ok || !f.policy.AllowUnfenced {
+		err := &Error{Kind: ErrUnfenced, Code: rulecode.RawConnDenied, Reason: "the raw connection bypasses the fence",
+			Fix: "pass a context from sqlfence.Unfenced(ctx, reason) and set `unfenced: allow` in the policy"}
+		if f.observing {
+			f.emit(ctx, Event{Outcome: OutcomeUnfenced, Err: err}, false) // refused in shadow mode too
+		}
+		return err
+	}
+	f.log.WarnContext(ctx, "sqlfence: raw connection handed out", "code", rulecode.RawConnAllowed, "reason", reason)
+	if f.observing {
+		f.noteLetThrough(ctx, rulecode.RawConnAllowed, "", "")
+	}
+	return nil
+}

@@ -82,6 +82,10 @@ func newFence(p *Policy, opts []ConnectorOption) (*fence, error) {
 func (f *fence) current() *enforcer { return f.enforcer.Load() }
 
 func (f *fence) Ready(ctx context.Context, q front.Querier) error {
+	// The claim tables' schemas, read on a session no statement has run on yet.
+	if err := f.cfg.claims.resolve(ctx, q, f.base); err != nil {
+		return err
+	}
 	if !f.base.ResolveCatalog {
 		return nil
 	}
@@ -185,5 +189,7 @@ func (f *fence) Changed(ctx context.Context, q front.Querier, eff engine.Catalog
 	}
 	return nil
 }
+
+func (f *fence) Raw(ctx context.Context) error { return f.current().rawAllowed(ctx) }
 
 func (f *fence) Log() *slog.Logger { return f.cfg.logger }

@@ -11,10 +11,13 @@ import (
 
 // fencedRows carries the result of a fenced write with RETURNING. A fenced write
 // returns no rows, which looks like success to a caller reading rows; fencedRows turns
-// that end into the fence error, which database/sql reports from rows.Err().
+// that end into the fence error, which database/sql reports from rows.Err(). It
+// counts the rows, so that exact accounting explains a result in which some rows
+// were fenced (a multi-row upsert through Query) as Exec does.
 type fencedRows struct {
 	inner   driver.Rows
-	explain func() error
+	explain func(returned int64) error // at the end of the rows, once
+	n       int64
 	// translate, for a claim-checked write, turns the server's refusal of a
 	// superseded claim's row (a NULL epoch) into ErrFenced.
 	translate func(error) error
@@ -37,12 +40,12 @@ func (r *fencedRows) Close() error      { return r.inner.Close() }
 func (r *fencedRows) Next(dest []driver.Value) error {
 	err := r.inner.Next(dest)
 	if err == nil {
-		r.seen = true
+		r.n++
 		return nil
 	}
 	if err == io.EOF && !r.seen {
 		r.seen = true // explain once
-		if ferr := r.explain(); ferr != nil {
+		if ferr := r.explain(r.n); ferr != nil {
 			return ferr
 		}
 	}

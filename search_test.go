@@ -256,8 +256,12 @@ func TestSearch(t *testing.T) {
 					continue
 				}
 				c := srchCompose(seed, n)
+				front := "" // database/sql, and every other case the pgx front
+				if n%2 == 1 {
+					front = "pgx"
+				}
 				for _, run := range atkRuns {
-					res := atkRun(pool, c, run.epoch)
+					res := atkRun(pool, c, run.epoch, front)
 					runs.Add(1)
 					statements.Add(int64(len(res.outcomes)))
 					if res.err != nil {
@@ -272,7 +276,7 @@ func TestSearch(t *testing.T) {
 							out = append(out, o.String())
 						}
 						mu.Lock()
-						found = append(found, fmt.Sprintf("case %d (%s run): %s\n\toutcomes: %s\n%s", n, run.name,
+						found = append(found, fmt.Sprintf("case %d (%s run, front %q): %s\n\toutcomes: %s\n%s", n, run.name, front,
 							strings.Join(res.violations, "; "), strings.Join(out, "; "), srchFormat(c)))
 						mu.Unlock()
 						break

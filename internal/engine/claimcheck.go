@@ -85,6 +85,11 @@ func (cc *ClaimCheck) lookupText() string {
 		" WHERE " + sqlident.Quote(cc.key) + " " + CatalogOperator("=") + " $1"
 }
 
+// LockText reads the claim row's epoch and holds it (FOR SHARE) until the
+// transaction ends, so that no newer claim can take the job meanwhile: a front
+// that cannot put the claim check into a statement (COPY) holds it this way.
+func (cc *ClaimCheck) LockText() string { return cc.lookupText() + " FOR SHARE" }
+
 // NotInDatabase explains a claim-checked write the server refused because the claim
 // table does not exist in the database it was sent to (SQLSTATE 42P01): the check
 // reads the claim row in the write's own statement, so the claim table has to live

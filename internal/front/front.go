@@ -55,6 +55,10 @@ type Fence interface {
 	// Changed reads the catalog again after a statement that changed it
 	// (eff: c.D.Catalog(), or CatalogTxEnd when a transaction ends).
 	Changed(ctx context.Context, q Querier, eff engine.CatalogEffect, pending *bool) error
+	// Raw allows a front to hand out its raw, unfenced connection: only under
+	// sqlfence.Unfenced(ctx, reason) with `unfenced: allow`; else the *sqlfence.Error
+	// to return. The observer hears of it either way.
+	Raw(ctx context.Context) error
 	// Log is the connector's logger (sqlfence.WithLogger).
 	Log() *slog.Logger
 }

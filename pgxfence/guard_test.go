@@ -1,0 +1,69 @@
+package pgxfence_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/guard"
+	"github.com/sqlfence/sqlfence/pgxfence"
+)
+
+// TestGuard: with the database-side guard installed, pgxfence's fenced writes
+// carry what the guard recognizes (the marker, the session's setting) and land;
+// a write that did not come through the fence is rejected, and so is a fenced
+// CopyFrom, whose COPY text pgx writes without the marker.
+func TestGuard(t *testing.T) {
+	f := newFixture(t)
+	path := filepath.Join(t.TempDir(), "sqlfence.yaml")
+	if err := os.WriteFile(path, []byte("version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := guard.Run([]string{"--policy", path, "--apply", "--dsn", f.dsn}, &out, &errOut); code != 0 {
+		t.Fatalf("sqlfence guard --apply: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	ctx := timeout(t, context.Background())
+	cfg := f.poolConfig(t, pgx.QueryExecModeCacheStatement)
+	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
+	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sqlfence.LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxfence.New(pgxPool, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	fresh := sqlfence.WithEpoch(ctx, 7)
+	if _, err := pool.Exec(fresh, `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`); err != nil {
+		t.Fatalf("fenced write under the guard: %v", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE inventory SET quantity = 2 WHERE sku = 'b'`)
+	if err := pool.SendBatch(fresh, b).Close(); err != nil {
+		t.Fatalf("fenced batch under the guard: %v", err)
+	}
+	var pe *pgconn.PgError
+	if _, err := f.raw.Exec(ctx, `UPDATE inventory SET quantity = 0`); !errors.As(err, &pe) || pe.Code != "SF001" {
+		t.Fatalf("raw write: %v, want the guard's SF001", err)
+	}
+	if _, err := pool.CopyFrom(fresh, pgx.Identifier{"inventory"}, []string{"sku", "quantity"}, pgx.CopyFromRows([][]any{{"c", 1}})); !errors.As(err, &pe) || pe.Code != "SF001" {
+		t.Fatalf("CopyFrom under the guard: %v, want the guard's SF001", err)
+	}
+	if got := f.state(t, inventoryState); got != "a:1:7 b:2:7" {
+		t.Fatalf("data %q", got)
+	}
+}

@@ -1,0 +1,151 @@
+// The front's shared state and the two entry points: New over a pool, NewConn over
+// one connection.
+
+package pgxfence
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/front"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
+)
+
+// fence is what a Pool or a Conn and every Tx begun from it share: sqlfence's Fence
+// for the policy, and the connections' default exec mode (read once: pgx's
+// Config() copies the whole configuration).
+type fence struct {
+	f     front.Fence
+	ready atomic.Bool // Ready succeeded: resolve: catalog has been read
+	mode  pgx.QueryExecMode
+}
+
+func open(p *sqlfence.Policy, opts []sqlfence.ConnectorOption, mode pgx.QueryExecMode) (*fence, error) {
+	if p == nil {
+		return nil, errors.New("pgxfence: nil policy; load one with sqlfence.LoadPolicy or sqlfence.ParsePolicy")
+	}
+	anyOpts := make([]any, len(opts))
+	for i, o := range opts {
+		anyOpts[i] = o
+	}
+	f, err := front.Open(p, anyOpts)
+	if err != nil {
+		return nil, err
+	}
+	return &fence{f: f, mode: mode}, nil
+}
+
+// Pool is a *pgxpool.Pool whose statements are fenced.
+type Pool struct {
+	pool *pgxpool.Pool
+	fe   *fence
+}
+
+// New fences pool with p (a policy from sqlfence.LoadPolicy or sqlfence.ParsePolicy)
+// and the same options as sqlfence.NewConnector. The pool's connections must keep
+// standard_conforming_strings on and client_encoding UTF8 (PostgreSQL's defaults);
+// a statement on a connection that does not is refused. With the database-side
+// guard (sqlfence guard) installed, the connections must carry the setting
+// sqlfence.GuardSetting = on, set where it costs no round trip:
+//
+//	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
+func New(pool *pgxpool.Pool, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Pool, error) {
+	if pool == nil {
+		return nil, errors.New("pgxfence: New: nil pool")
+	}
+	fe, err := open(p, opts, pool.Config().ConnConfig.DefaultQueryExecMode)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{pool: pool, fe: fe}, nil
+}
+
+// Conn is a *pgx.Conn whose statements are fenced. Like a *pgx.Conn it is not safe
+// for concurrent use.
+type Conn struct {
+	conn    *pgx.Conn
+	status  func(string) string
+	fe      *fence
+	pending bool // DDL ran in a transaction that has not ended (front.Fence.Changed)
+}
+
+// NewConn fences conn with p and the options, as New does a pool.
+func NewConn(conn *pgx.Conn, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Conn, error) {
+	if conn == nil {
+		return nil, errors.New("pgxfence: NewConn: nil conn")
+	}
+	fe, err := open(p, opts, conn.Config().DefaultQueryExecMode)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{conn: conn, status: conn.PgConn().ParameterStatus, fe: fe}, nil
+}
+
+// Raw returns the pool behind p. Whatever runs on it bypasses the fence, so it is
+// handed out only on the explicit unfenced path: ctx from sqlfence.Unfenced and
+// `unfenced: allow` in the policy.
+func (p *Pool) Raw(ctx context.Context) (*pgxpool.Pool, error) {
+	if err := p.fe.f.Raw(ctx); err != nil {
+		return nil, err
+	}
+	return p.pool, nil
+}
+
+// Raw returns the connection behind c, on the explicit unfenced path only (see
+// Pool.Raw).
+func (c *Conn) Raw(ctx context.Context) (*pgx.Conn, error) {
+	if err := c.fe.f.Raw(ctx); err != nil {
+		return nil, err
+	}
+	return c.conn, nil
+}
+
+// target is where one statement goes: the connection that reports the session's
+// settings and that rewriters see, and what sends (the conn, or a transaction on it).
+type target struct {
+	conn    *pgx.Conn
+	status  func(string) string // conn's ParameterStatus (kept by Conn and Tx: the method value allocates)
+	run     runner
+	pending *bool // nil for a pool's statement outside a transaction
+}
+
+// runner is what *pgx.Conn and pgx.Tx have in common for sending.
+type runner interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// acquire takes a connection of the pool for one statement, as pgxpool's own methods
+// do. A connection whose session reads text differently is closed, so that the pool
+// does not hand it out again.
+func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, target, error) {
+	pc, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, target{}, err
+	}
+	c := pc.Conn()
+	return pc, target{conn: c, status: c.PgConn().ParameterStatus, run: c}, nil
+}
+
+// release returns pc to the pool; a connection refused for its settings is closed
+// first so that the pool destroys it.
+func release(ctx context.Context, pc *pgxpool.Conn, err error) {
+	if err != nil {
+		if fe := (*sqlfence.Error)(nil); errors.As(err, &fe) && fe.Code == rulecode.SessionSettings {
+			pc.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	pc.Release()
+}
+
+func (c *Conn) target() target {
+	return target{conn: c.conn, status: c.status, run: c.conn, pending: &c.pending}
+}

@@ -1,0 +1,230 @@
+// One statement through the fence: pgx's leading options and query rewriter, the
+// decision on the text the server will run, the exec mode it is sent with, and the
+// checks after it ran.
+
+package pgxfence
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sqlfence/sqlfence/internal/front"
+)
+
+// options are pgx's leading option arguments of one call, which pgx reads off the
+// front of the argument list (Conn.Exec: exec mode and rewriter; Conn.Query also
+// the result formats).
+type options struct {
+	mode       pgx.QueryExecMode
+	hasMode    bool
+	rewriter   pgx.QueryRewriter
+	formats    pgx.QueryResultFormats
+	formatsOID pgx.QueryResultFormatsByOID
+	hasFormats bool
+}
+
+// The calls whose leading options pgx reads differently.
+const (
+	forExec  = iota // exec mode, rewriter
+	forQuery        // also the result formats
+	forBatch        // a queued query: the rewriter only
+)
+
+// split separates the leading options from the application's arguments exactly as
+// pgx does for the kind of call (the last of each kind wins).
+func split(args []any, kind int) (options, []any) {
+	var o options
+	query := kind == forQuery
+	for len(args) > 0 {
+		switch a := args[0].(type) {
+		case pgx.QueryExecMode:
+			if kind == forBatch {
+				return o, args
+			}
+			o.mode, o.hasMode = a, true
+		case pgx.QueryRewriter:
+			o.rewriter = a
+		case pgx.QueryResultFormats:
+			if !query {
+				return o, args
+			}
+			o.formats, o.hasFormats = a, true
+		case pgx.QueryResultFormatsByOID:
+			if !query {
+				return o, args
+			}
+			o.formatsOID, o.hasFormats = a, true
+		default:
+			return o, args
+		}
+		args = args[1:]
+	}
+	return o, args
+}
+
+// sendMode is the exec mode a statement with nargs arguments is sent with: the
+// call's or the connection's, except that the simple protocol becomes
+// QueryExecModeExec. In the simple protocol pgx interpolates the arguments into the
+// text on the client, so the server would run a text sqlfence never decided on:
+// the epoch and every argument as literals, through pgx's own quoting (which has
+// had bugs that turned an argument into SQL). Deciding on the interpolated text
+// instead would mean redoing that interpolation here and trusting it to match
+// pgx's byte for byte, and would give every argument value its own decision. The
+// extended protocol sends the text sqlfence decided on and the arguments apart
+// from it. QueryExecModeExec keeps what the simple protocol is chosen for — one
+// round trip, no prepared statement left on the server (poolers in transaction
+// mode) — and encodes arguments from their Go types as the simple protocol does.
+// Without arguments pgx uses the simple protocol anyway, and the text is sent as
+// decided.
+func (fe *fence) sendMode(o *options, nargs int) (pgx.QueryExecMode, bool) {
+	mode := fe.mode
+	if o.hasMode {
+		mode = o.mode
+	}
+	if mode == pgx.QueryExecModeSimpleProtocol && nargs > 0 {
+		return pgx.QueryExecModeExec, true
+	}
+	return mode, o.hasMode
+}
+
+// prepare readies the fence and the session, applies the call's rewriter and binds
+// the text it produced. send is what to pass to pgx: the options it keeps, then the
+// call's arguments.
+func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, kind int) (c front.Call, send []any, err error) {
+	if err := fe.usable(ctx, t, sql); err != nil {
+		return c, nil, err
+	}
+	return fe.bind(ctx, t, sql, args, kind)
+}
+
+// usable readies the fence (resolve: catalog) and checks the session's settings,
+// once per statement or batch.
+func (fe *fence) usable(ctx context.Context, t target, sql string) error {
+	if !fe.ready.Load() {
+		if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
+			return err
+		}
+		fe.ready.Store(true)
+	}
+	return fe.f.Usable(ctx, t.status, sql)
+}
+
+// bind is prepare after usable.
+func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kind int) (c front.Call, send []any, err error) {
+	o, args := split(args, kind)
+	if o.rewriter != nil {
+		// pgx would rewrite after any decision; here the rewritten text is decided.
+		if sql, args, err = o.rewriter.RewriteQuery(ctx, t.conn, sql, args); err != nil {
+			return c, nil, fmt.Errorf("rewrite query failed: %w", err)
+		}
+	}
+	if c, err = fe.f.Bind(ctx, sql, args); err != nil {
+		return c, nil, err
+	}
+	mode, withMode := fe.sendMode(&o, len(c.Args))
+	if kind == forBatch || !withMode && !o.hasFormats {
+		return c, c.Args, nil
+	}
+	send = make([]any, 0, len(c.Args)+3)
+	if withMode {
+		send = append(send, mode)
+	}
+	if o.formats != nil {
+		send = append(send, o.formats)
+	}
+	if o.formatsOID != nil {
+		send = append(send, o.formatsOID)
+	}
+	return c, append(send, c.Args...), nil
+}
+
+// querier runs the engine's queries (catalog reads, checks) on t, never in the
+// simple protocol (their arguments are the application's values) and always with an
+// explicit mode first, so that no argument is taken for one of pgx's options.
+func (t target) querier(fe *fence) front.Querier {
+	mode := fe.mode
+	if mode == pgx.QueryExecModeSimpleProtocol {
+		mode = pgx.QueryExecModeExec
+	}
+	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
+		rows, err := t.run.Query(ctx, sql, append([]any{mode}, args...)...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out [][]any
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, rows.Err()
+	}
+}
+
+func (fe *fence) exec(ctx context.Context, t target, sql string, args []any) (pgconn.CommandTag, error) {
+	c, send, err := fe.prepare(ctx, t, sql, args, forExec)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := t.run.Exec(ctx, c.Send, send...)
+	if err != nil {
+		if c.Claim != nil {
+			cc := c // on the heap only on this path (the Fence is an interface)
+			err = fe.f.ClaimError(ctx, t.querier(fe), &cc, err)
+		}
+		return tag, err
+	}
+	return tag, fe.after(ctx, t, &c, tag, true)
+}
+
+// after runs, once a statement's results are read, the checks of a fenced write
+// (affected: the command tag's count) and the catalog's re-read after DDL. wrote
+// says whether the tag counts the statement's writes (not EXPLAIN's).
+func (fe *fence) after(ctx context.Context, t target, c *front.Call, tag pgconn.CommandTag, wrote bool) error {
+	if c.Fenced && wrote {
+		if n := tag.RowsAffected(); c.NeedsCheck(n) {
+			cc := *c // c stays on the caller's stack at the common, unchecked end
+			if err := fe.f.Check(ctx, t.querier(fe), &cc, n); err != nil {
+				return err
+			}
+		}
+	}
+	if eff := c.D.Catalog(); eff != 0 {
+		return fe.f.Changed(ctx, t.querier(fe), eff, t.catalogPending())
+	}
+	return nil
+}
+
+// catalogPending is t's catalog state for front.Fence.Changed; a pool's statement
+// outside a transaction has none that outlives it.
+func (t target) catalogPending() *bool {
+	if t.pending == nil {
+		return new(bool)
+	}
+	return t.pending
+}
+
+// query sends a statement whose rows the caller reads; done runs once the rows are
+// closed (the pool's release).
+func (fe *fence) query(ctx context.Context, t target, sql string, args []any, done func(error)) (pgx.Rows, error) {
+	c, send, err := fe.prepare(ctx, t, sql, args, forQuery)
+	if err != nil {
+		if done != nil {
+			done(err)
+		}
+		return errRows{err}, err
+	}
+	inner, err := t.run.Query(ctx, c.Send, send...)
+	r := &rows{inner: inner, fe: fe, t: t, c: c, ctx: ctx, done: done}
+	if err != nil {
+		r.finish()
+		return errRows{r.err}, r.err
+	}
+	return r, nil
+}
