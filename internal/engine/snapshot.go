@@ -169,6 +169,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 		}
 	}
 	base := p.withTables(extra)
+	markViewEpochs(base.Tables, raw) // the index points into base.Tables
 
 	// The hazards that do not depend on judging code, then the fixpoint of those
 	// that do: a trigger's function can write a table whose own trigger writes a

@@ -33,6 +33,8 @@ type Snapshot struct {
 	// ForeignKeys are the foreign keys whose ON DELETE or ON UPDATE action writes the
 	// referencing rows (CASCADE, SET NULL, SET DEFAULT).
 	ForeignKeys []ForeignKey
+	// Views are the views with a column named like an epoch column (views.go).
+	Views []View
 }
 
 // Function is one routine.
@@ -260,6 +262,9 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 		{"foreign keys", ForeignKeysSQL, nil, 12, func(r *row) {
 			s.ForeignKeys = append(s.ForeignKeys, ForeignKey{OID: r.oid(0), Name: r.str(1), Child: r.rel(2), Parent: r.rel(6),
 				OnDelete: r.char(10), OnUpdate: r.char(11)})
+		}},
+		{"views", ViewsSQL, []any{string(cols)}, 5, func(r *row) {
+			s.Views = append(s.Views, View{Rel: r.rel(0), Definition: r.str(4)})
 		}},
 	}
 	for _, st := range steps {
