@@ -1,0 +1,96 @@
+package sqlfence_test
+
+import (
+	"testing"
+)
+
+// The tests of what the server runs for a name (issue classes: attribute notation,
+// built-in names, volatility, PL/pgSQL assignment targets, columns through views),
+// judged on the data with no, a stale and a fresh epoch (snapshotFixture), with the
+// refusal's reason. testdata/attacks/server_reading.sql has the adversarial cases.
+
+const readingSetup = snapshotInventory + `
+	CREATE TABLE staging (sku text, q int);
+	INSERT INTO staging VALUES ('a', 1);
+	INSERT INTO inventory VALUES ('c', 30, 5);
+	CREATE FUNCTION zap(staging) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -1; RETURN 1; END $$;
+	CREATE FUNCTION tag(staging) RETURNS text LANGUAGE sql AS $$ SELECT $1.sku || '!' $$;
+	CREATE FUNCTION writer() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -1; RETURN 1; END $$;
+	CREATE FUNCTION public.lower(int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -2; RETURN $1; END $$;
+	CREATE FUNCTION stable_execute() RETURNS int STABLE LANGUAGE plpgsql AS $$ DECLARE r int; BEGIN EXECUTE 'SELECT writer()' INTO r; RETURN r; END $$;
+	CREATE FUNCTION immutable_call() RETURNS int IMMUTABLE LANGUAGE sql AS $$ SELECT writer() $$;
+	CREATE FUNCTION stable_xml() RETURNS xml STABLE LANGUAGE sql AS $$ SELECT query_to_xml('SELECT 1', false, false, '') $$;
+	CREATE FUNCTION stable_reader() RETURNS int STABLE LANGUAGE sql AS $$ SELECT count(*)::int FROM inventory $$;
+	CREATE FUNCTION subscript_writer() RETURNS int LANGUAGE plpgsql AS $$ DECLARE a int[] := '{1,2}'; BEGIN a[1:writer()] := '{3}'; RETURN 1; END $$;
+	ALTER TABLE inventory ADD COLUMN shadow bigint NOT NULL DEFAULT 0;
+	CREATE VIEW stock_shadow AS SELECT sku, quantity, shadow AS writer_epoch FROM inventory;
+	CREATE VIEW stock_computed AS SELECT sku, quantity, writer_epoch + 0 AS writer_epoch FROM inventory;
+	CREATE VIEW stock_over_shadow AS SELECT * FROM stock_shadow;
+	CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
+	CREATE VIEW stock_renamed (code, amount, writer_epoch) AS SELECT sku, quantity, writer_epoch FROM inventory;
+	CREATE VIEW stock_over_stock AS SELECT * FROM stock;`
+
+// TestServerReadingCatalog: with resolve: catalog, every call the server makes of a
+// name is judged as the function it reaches.
+func TestServerReadingCatalog(t *testing.T) {
+	t.Parallel()
+	f := newSnapshotFixture(t, readingSetup, inventoryPolicy)
+	states := []string{snapshotInventoryState}
+
+	// Attribute notation, in every syntax and statement that runs an expression.
+	for _, q := range []string{
+		`SELECT s.zap FROM staging s`,
+		`SELECT (s).zap FROM staging s`,
+		`SELECT public.staging.zap FROM public.staging`,
+		`UPDATE staging s SET q = s.zap`,
+		`UPDATE inventory SET quantity = (SELECT s.zap FROM staging s) WHERE sku = 'a'`,
+		`COPY (SELECT s.zap FROM staging s) TO STDOUT`,
+		`DECLARE c CURSOR WITH HOLD FOR SELECT s.zap FROM staging s`,
+		`EXPLAIN ANALYZE SELECT (s).zap FROM staging s`,
+	} {
+		f.refused(t, q, states, "attribute notation", "public.zap writes the protected table")
+	}
+	f.passes(t, `SELECT s.tag, s.sku, (s).q FROM staging s`) // a harmless function, columns
+	f.passes(t, `SELECT i.sku, i.quantity, i.writer_epoch FROM inventory i`)
+
+	// A built-in's name reaches the user function that overloads it.
+	f.refused(t, `SELECT lower(1)`, states, "public.lower writes the protected table")
+	f.passes(t, `SELECT pg_catalog.lower('X')`)
+
+	// Volatility is not proof.
+	f.refused(t, `SELECT stable_execute()`, states, "public.stable_execute", "dynamic SQL")
+	f.refused(t, `SELECT immutable_call()`, states, "public.immutable_call calls public.writer")
+	f.refused(t, `SELECT stable_xml()`, states, "public.stable_xml", "query_to_xml")
+	f.passes(t, `SELECT stable_reader()`)
+
+	// A subscript of an assignment target is an expression the server evaluates.
+	f.refused(t, `SELECT subscript_writer()`, states, "public.subscript_writer calls public.writer")
+	f.refused(t, `DO $$ DECLARE a int[] := '{1,2}'; BEGIN a[writer()] := 1; END $$`, states, "public.writer")
+
+	// Columns through views.
+	f.refused(t, `UPDATE stock_shadow SET quantity = 0 WHERE sku = 'a'`, states, "SF310", "public.stock_shadow", "another column (inventory.shadow)")
+	f.refused(t, `DELETE FROM stock_computed WHERE sku = 'b'`, states, "public.stock_computed", "a computed value")
+	f.refused(t, `UPDATE stock_over_shadow SET quantity = 0`, states, "through the view public.stock_shadow")
+	f.fencedWrite(t, `UPDATE stock SET quantity = 1 WHERE sku = 'a'`, snapshotInventoryState, "a:1:7 b:20:5 c:30:5")
+	f.fencedWrite(t, `UPDATE stock_renamed SET amount = 2 WHERE code = 'b'`, snapshotInventoryState, "a:1:7 b:2:7 c:30:5")
+	f.fencedWrite(t, `UPDATE stock_over_stock SET quantity = 3 WHERE sku = 'c'`, snapshotInventoryState, "a:1:7 b:2:7 c:3:7")
+}
+
+// TestServerReadingDefault: without the catalog, a name in column position is judged
+// against what sqlfence knows by name (the policy's functions, the built-ins it
+// refuses), and a subscript's call like any call of an unknown function.
+func TestServerReadingDefault(t *testing.T) {
+	t.Parallel()
+	f := newSnapshotFixture(t, readingSetup+`
+		CREATE FUNCTION recalc(staging) RETURNS int LANGUAGE sql AS $$ UPDATE inventory SET quantity = 0 RETURNING 1 $$;`,
+		"version: 1\ntables:\n  - name: inventory\nfunctions:\n  - recalc\n")
+	states := []string{snapshotInventoryState}
+	f.refused(t, `SELECT s.recalc FROM staging s`, states, "attribute notation", "the policy lists")
+	f.refused(t, `SELECT (s).recalc FROM staging s`, states, "attribute notation")
+	f.refused(t, `SELECT s.query_to_xml FROM staging s`, states, "runs the SQL text")
+	f.refused(t, `SELECT s.pg_reload_conf FROM staging s`, states, "volatile built-in")
+	f.refused(t, `DO $$ DECLARE a int[] := '{1,2}'; BEGIN a[writer()] := 1; END $$`, states, "call of writer")
+	f.refused(t, `DO $$ DECLARE a int[] := '{{1,2}}'; BEGIN a[1][1:writer()] := '{3}'; END $$`, states, "writer")
+	f.passes(t, `SELECT s.sku, (s).q, i.quantity FROM staging s, inventory i`)
+	f.passes(t, `DO $$ DECLARE a int[] := '{1,2}'; BEGIN a[(1 = 1)::int] := 1; a[1:2] := '{3,4}'; END $$`)
+}
