@@ -51,7 +51,7 @@ func TestServerReadingCatalog(t *testing.T) {
 		f.refused(t, q, states, "attribute notation", "public.zap writes the protected table")
 	}
 	f.passes(t, `SELECT s.tag, s.sku, (s).q FROM staging s`) // a harmless function, columns
-	f.passes(t, `SELECT i.sku, i.quantity, i.writer_epoch FROM inventory i`)
+	f.passes(t, `SELECT i.sku, i.quantity, i.writer_epoch FROM inventory i ORDER BY i.sku`)
 
 	// A built-in's name reaches the user function that overloads it.
 	f.refused(t, `SELECT lower(1)`, states, "public.lower writes the protected table")
@@ -93,4 +93,37 @@ func TestServerReadingDefault(t *testing.T) {
 	f.refused(t, `DO $$ DECLARE a int[] := '{{1,2}}'; BEGIN a[1][1:writer()] := '{3}'; END $$`, states, "writer")
 	f.passes(t, `SELECT s.sku, (s).q, i.quantity FROM staging s, inventory i`)
 	f.passes(t, `DO $$ DECLARE a int[] := '{1,2}'; BEGIN a[(1 = 1)::int] := 1; a[1:2] := '{3,4}'; END $$`)
+}
+
+// TestServerReadingOperators: with resolve: catalog an operator is a call of its
+// function, named or implied by the syntax (IN, CASE x WHEN, JOIN USING, NULLIF), and
+// judged for every user operator of its name: ops.= runs for = when search_path lists
+// ops before pg_catalog.
+func TestServerReadingOperators(t *testing.T) {
+	t.Parallel()
+	f := newSnapshotFixture(t, snapshotInventory+`
+	CREATE TABLE staging (sku text, q int);
+	INSERT INTO staging VALUES ('a', 1);`+"\n"+`	CREATE FUNCTION wipe_pair(int, int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -3; RETURN true; END $$;
+	CREATE OPERATOR public.<<>> (LEFTARG = int, RIGHTARG = int, FUNCTION = wipe_pair);
+	CREATE SCHEMA ops;
+	CREATE OPERATOR ops.= (LEFTARG = int, RIGHTARG = int, FUNCTION = wipe_pair);
+	CREATE FUNCTION same(int, int) RETURNS bool LANGUAGE sql AS $$ SELECT $1 OPERATOR(pg_catalog.=) $2 $$;
+	CREATE OPERATOR public.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq);
+	CREATE OPERATOR public.==== (LEFTARG = int, RIGHTARG = int, FUNCTION = same);`, inventoryPolicy)
+	states := []string{snapshotInventoryState}
+	// Operators call their functions; an operator of a built-in's name may be the
+	// one search_path finds.
+	for _, q := range []string{
+		`SELECT sku FROM staging WHERE q <<>> 1`,
+		`SELECT sku FROM staging WHERE q OPERATOR(public.<<>>) 1`,
+		`SELECT q = 1 FROM staging`,
+		`SELECT sku FROM staging WHERE q IN (1, 2)`,
+		`SELECT sku FROM staging WHERE q IN (SELECT 1)`,
+		`SELECT CASE q WHEN 1 THEN 'one' END FROM staging`,
+		`SELECT 1 FROM staging a JOIN staging b USING (q)`,
+		`SELECT NULLIF(q, 1) FROM staging`,
+	} {
+		f.refused(t, q, states, "wipe_pair writes the protected table")
+	}
+	f.passes(t, `SELECT 1 === 1, 1 ==== 2, 1 OPERATOR(pg_catalog.=) 1`)
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
-// admitCalls judges every function call anywhere under root, in every syntax: f(x),
-// and the attribute notation x.f and (x).f, which PostgreSQL reads as f(x) when f is
-// not a column (or field) of x. Every name after the first of a column reference, and
-// every field name of an indirection, may be such a call.
+// admitCalls judges every function call anywhere under root, in every syntax: f(x);
+// the attribute notation x.f and (x).f, which PostgreSQL reads as f(x) when f is not a
+// column (or field) of x — every name after the first of a column reference, and
+// every field name of an indirection, may be such a call; and operators, which call
+// their functions.
 func admitCalls(p *Policy, root protoreflect.Message) *Error {
 	var err *Error
 	pgtree.Walk(root, func(m protoreflect.Message) bool {
@@ -32,6 +33,8 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 			}
 		case *pg.A_Indirection:
 			err = judgeAttributes(p, n.Indirection)
+		case *pg.A_Expr, *pg.SubLink, *pg.SortBy, *pg.CaseExpr, *pg.JoinExpr:
+			err = judgeOperators(p, n) // snapshot_operators.go
 		}
 		return err == nil
 	})

@@ -35,6 +35,8 @@ type Snapshot struct {
 	ForeignKeys []ForeignKey
 	// Views are the views with a column named like an epoch column (views.go).
 	Views []View
+	// Operators are the user operators (operators.go).
+	Operators []Operator
 }
 
 // Function is one routine.
@@ -265,6 +267,10 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 		}},
 		{"views", ViewsSQL, []any{string(cols)}, 5, func(r *row) {
 			s.Views = append(s.Views, View{Rel: r.rel(0), Definition: r.str(4)})
+		}},
+		{"operators", OperatorsSQL, nil, 6, func(r *row) {
+			s.Operators = append(s.Operators, Operator{OID: r.oid(0), Schema: r.str(1), Name: r.str(2),
+				Function: r.oid(3), FuncSchema: r.str(4), FuncName: r.str(5)})
 		}},
 	}
 	for _, st := range steps {

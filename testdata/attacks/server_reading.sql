@@ -252,3 +252,42 @@ CREATE VIEW stock_renamed (code, amount, writer_epoch) AS SELECT sku, quantity, 
 UPDATE stock SET quantity = 0 WHERE sku = 'a'
 --! exec
 UPDATE stock_renamed SET amount = 1 WHERE code = 'b'
+
+--! name: operator-of-migration-writer
+--! class: server-reading
+--! policy: catalog
+--! note: an operator is a call of its function
+--! setup
+CREATE FUNCTION wipe_pair(a int, b int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -1; RETURN true; END $$;
+CREATE OPERATOR public.<<>> (LEFTARG = int, RIGHTARG = int, FUNCTION = wipe_pair);
+--! query
+SELECT sku FROM staging WHERE q <<>> 1
+--! query
+SELECT sku FROM staging ORDER BY q USING <<>>
+
+--! name: operator-shadowing-equals
+--! class: server-reading
+--! policy: catalog
+--! note: with public before pg_catalog in search_path, public.= (int, int) is the = of every comparison
+--! setup
+CREATE FUNCTION wipe_pair(a int, b int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -1; RETURN true; END $$;
+CREATE OPERATOR public.= (LEFTARG = int, RIGHTARG = int, FUNCTION = wipe_pair);
+ALTER ROLE ${user} IN DATABASE ${db} SET search_path = public, pg_catalog;
+--! reconnect
+--! query
+SELECT sku FROM staging WHERE q = 1
+--! query
+SELECT sku FROM staging WHERE q IN (1, 2)
+--! query
+SELECT CASE q WHEN 1 THEN 'one' END FROM staging
+--! query
+SELECT 1 FROM staging a JOIN staging b USING (q)
+
+--! name: operator-default-policy
+--! class: server-reading
+--! known_hole: without resolve: catalog the function behind a user operator is not seen
+--! setup
+CREATE FUNCTION wipe_pair(a int, b int) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -1; RETURN true; END $$;
+CREATE OPERATOR public.<<>> (LEFTARG = int, RIGHTARG = int, FUNCTION = wipe_pair);
+--! query
+SELECT sku FROM staging WHERE q <<>> 1
