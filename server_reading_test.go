@@ -87,8 +87,9 @@ func TestServerReadingDefault(t *testing.T) {
 	states := []string{snapshotInventoryState}
 	f.refused(t, `SELECT s.recalc FROM staging s`, states, "attribute notation", "the policy lists")
 	f.refused(t, `SELECT (s).recalc FROM staging s`, states, "attribute notation")
-	f.refused(t, `SELECT s.query_to_xml FROM staging s`, states, "runs the SQL text")
-	f.refused(t, `SELECT s.pg_reload_conf FROM staging s`, states, "volatile built-in")
+	f.refused(t, `SELECT (s.sku).ts_stat FROM staging s`, states, "runs the SQL text") // ts_stat(s.sku)
+	f.refused(t, `SELECT ('').pg_create_restore_point`, states, "volatile built-in")
+	f.passes(t, `SELECT s.system, s.ts_stat FROM (SELECT 1 AS system, 2 AS ts_stat) s`) // columns: a row is no argument of theirs
 	f.refused(t, `DO $$ DECLARE a int[] := '{1,2}'; BEGIN a[writer()] := 1; END $$`, states, "call of writer")
 	f.refused(t, `DO $$ DECLARE a int[] := '{{1,2}}'; BEGIN a[1][1:writer()] := '{3}'; END $$`, states, "writer")
 	f.passes(t, `SELECT s.sku, (s).q, i.quantity FROM staging s, inventory i`)

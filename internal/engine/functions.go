@@ -14,10 +14,10 @@ import (
 )
 
 // admitCalls judges every function call anywhere under root, in every syntax: f(x);
-// the attribute notation x.f and (x).f, which PostgreSQL reads as f(x) when f is not a
-// column (or field) of x — every name after the first of a column reference, and
-// every field name of an indirection, may be such a call; and operators, which call
-// their functions.
+// the attribute notation t.f and (x).f, which PostgreSQL reads as f(t) and f(x) when
+// f is not a column of t or a field of x — the last name of a qualified column
+// reference may be a call of the row, every field name of an indirection a call of
+// whatever precedes it; and operators, which call their functions.
 func admitCalls(p *Policy, root protoreflect.Message) *Error {
 	var err *Error
 	pgtree.Walk(root, func(m protoreflect.Message) bool {
@@ -29,10 +29,10 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 			err = judgeCall(p, n.Funcname, n.Args, "call")
 		case *pg.ColumnRef:
 			if len(n.Fields) > 1 {
-				err = judgeAttributes(p, n.Fields[1:])
+				err = judgeAttributes(p, n.Fields[len(n.Fields)-1:], false)
 			}
 		case *pg.A_Indirection:
-			err = judgeAttributes(p, n.Indirection)
+			err = judgeAttributes(p, n.Indirection, true)
 		case *pg.A_Expr, *pg.SubLink, *pg.SortBy, *pg.CaseExpr, *pg.JoinExpr:
 			err = judgeOperators(p, n) // snapshot_operators.go
 		}
@@ -48,8 +48,10 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 // function of that name, in any schema and with any arguments, that sqlfence refuses.
 // A name that reaches nothing refused is read as the column it most often is; without
 // the catalog a user function called this way is not seen (README, "What sqlfence
-// cannot see").
-func judgeAttributes(p *Policy, fields []*pg.Node) *Error {
+// cannot see"). anyArg says the argument may be of any type ((t.c).f); otherwise it
+// is a whole row, which none of the built-ins sqlfence refuses takes (so a column
+// named system is not taken for the table-sampling handler).
+func judgeAttributes(p *Policy, fields []*pg.Node, anyArg bool) *Error {
 	for _, f := range fields {
 		fn := f.GetString_().GetSval()
 		if fn == "" {
@@ -64,11 +66,11 @@ func judgeAttributes(p *Policy, fields []*pg.Node) *Error {
 		if p.matchSafeFunction("", fn) {
 			continue
 		}
-		if pgfunc.RunsQueryText(fn) {
+		if anyArg && pgfunc.RunsQueryText(fn) {
 			return refuse(rulecode.SQLTextFunction, nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
 				"run the query itself through the driver")
 		}
-		if v, ok := p.builtinVolatility(fn); ok && v == pgfunc.Volatile && !pgfunc.HarmlessVolatile(fn) && fn != "set_config" {
+		if v, ok := p.builtinVolatility(fn); anyArg && ok && v == pgfunc.Volatile && !pgfunc.HarmlessVolatile(fn) && fn != "set_config" {
 			return refuse(rulecode.VolatileBuiltin, nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
 				"call it outside the driver (a separate connection without sqlfence)")
 		}
