@@ -28,7 +28,12 @@ const readingSetup = snapshotInventory + `
 	CREATE VIEW stock_over_shadow AS SELECT * FROM stock_shadow;
 	CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
 	CREATE VIEW stock_renamed (code, amount, writer_epoch) AS SELECT sku, quantity, writer_epoch FROM inventory;
-	CREATE VIEW stock_over_stock AS SELECT * FROM stock;`
+	CREATE VIEW stock_over_stock AS SELECT * FROM stock;
+	CREATE TABLE ledger (id int, settle int);
+	INSERT INTO ledger VALUES (1, 2);
+	CREATE FUNCTION settle(ledger) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -4; RETURN 1; END $$;
+	CREATE FUNCTION grab(anyelement) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -5; RETURN 1; END $$;
+	CREATE FUNCTION grab_text(text) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -6; RETURN 1; END $$;`
 
 // TestServerReadingCatalog: with resolve: catalog, every call the server makes of a
 // name is judged as the function it reaches.
@@ -50,6 +55,11 @@ func TestServerReadingCatalog(t *testing.T) {
 	} {
 		f.refused(t, q, states, "attribute notation", "public.zap writes the protected table")
 	}
+	f.refused(t, `SELECT l.grab FROM ledger l`, states, "public.grab writes")                      // any row is an anyelement
+	f.refused(t, `SELECT (l.id::text).grab_text FROM ledger l`, states, "public.grab_text writes") // (x).f takes any value
+	// t.f is the column when t has one: settle(ledger) is not reachable as l.settle,
+	// and grab_text(text) takes no row.
+	f.passes(t, `SELECT l.settle, s.grab_text FROM ledger l, (SELECT 1 AS grab_text) s`)
 	f.passes(t, `SELECT s.tag, s.sku, (s).q FROM staging s`) // a harmless function, columns
 	f.passes(t, `SELECT i.sku, i.quantity, i.writer_epoch FROM inventory i ORDER BY i.sku`)
 

@@ -74,10 +74,8 @@ func judgeAttributes(p *Policy, fields []*pg.Node, anyArg bool) *Error {
 			return refuse(rulecode.VolatileBuiltin, nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
 				"call it outside the driver (a separate connection without sqlfence)")
 		}
-		if p.catalog != nil {
-			if e, _ := p.judgeUserCall("", fn, shown, how); e != nil {
-				return e
-			}
+		if e := p.judgeAttributeCall(fn, shown, how, anyArg); e != nil {
+			return e
 		}
 	}
 	return nil

@@ -23,8 +23,9 @@ import (
 type catalogSnapshot struct {
 	funcs     map[string][]*pgcatalog.Function // user routines by name, every schema
 	byOID     map[uint32]*pgcatalog.Function
-	builtins  map[string]pgfunc.Volatility     // the server's pg_catalog functions
-	operators map[string][]*pgcatalog.Operator // user operators by name, every schema
+	builtins  map[string]pgfunc.Volatility       // the server's pg_catalog functions
+	operators map[string][]*pgcatalog.Operator   // user operators by name, every schema
+	attribute map[uint32]pgcatalog.AttributeCall // what attribute notation reaches, by function
 
 	hazards map[QualifiedName][]*writeHazard // by the relation's schema and name
 	byName  map[string][]*writeHazard        // by name only, for unqualified references
@@ -95,6 +96,10 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 		byOID:     map[uint32]*pgcatalog.Function{},
 		builtins:  map[string]pgfunc.Volatility{},
 		operators: map[string][]*pgcatalog.Operator{},
+		attribute: map[uint32]pgcatalog.AttributeCall{},
+	}
+	for _, a := range raw.AttributeCalls {
+		s.attribute[a.OID] = a
 	}
 	for i := range raw.Operators {
 		o := &raw.Operators[i]
@@ -203,7 +208,7 @@ func (p *Policy) withCatalog(s *catalogSnapshot) *Policy {
 // withHazards returns a snapshot with s's functions and the hazards list carried to
 // every relation whose writes reach them, with fresh memos.
 func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazard) *catalogSnapshot {
-	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators,
+	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators, attribute: s.attribute,
 		hazards: map[QualifiedName][]*writeHazard{}, byName: map[string][]*writeHazard{}}
 	reaching := map[uint32][]pgcatalog.Edge{}
 	for _, e := range raw.Edges {

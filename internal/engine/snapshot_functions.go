@@ -217,3 +217,30 @@ func (p *Policy) builtinVolatility(name string) (pgfunc.Volatility, bool) {
 	}
 	return v, ok
 }
+
+// judgeAttributeCall judges a name in column position against the user functions a
+// call in attribute notation can reach (pgcatalog.AttributeCall): with anyArg those
+// taking one argument, else those taking one a table's row can be passed as, where no
+// column of the row's relation has the name. A function the catalog says nothing
+// about is taken as reachable. p.catalog may be nil.
+func (p *Policy) judgeAttributeCall(name, shown, how string, anyArg bool) *Error {
+	s := p.catalog
+	if s == nil {
+		return nil
+	}
+	for _, f := range s.candidates("", name) {
+		if a, ok := s.attribute[f.OID]; ok && !(anyArg && a.Value) && !(!anyArg && a.Row) {
+			continue
+		}
+		if p.judging != nil {
+			p.judging.calls = append(p.judging.calls, f.OID)
+			continue
+		}
+		if err := s.verdict(p, f.OID); err != nil {
+			e := *err
+			e.Reason = how + " of " + shown + ": " + err.Reason
+			return &e
+		}
+	}
+	return nil
+}

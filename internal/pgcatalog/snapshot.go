@@ -37,6 +37,8 @@ type Snapshot struct {
 	Views []View
 	// Operators are the user operators (operators.go).
 	Operators []Operator
+	// AttributeCalls say which user functions attribute notation reaches (attributes.go).
+	AttributeCalls []AttributeCall
 }
 
 // Function is one routine.
@@ -271,6 +273,9 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 		{"operators", OperatorsSQL, nil, 6, func(r *row) {
 			s.Operators = append(s.Operators, Operator{OID: r.oid(0), Schema: r.str(1), Name: r.str(2),
 				Function: r.oid(3), FuncSchema: r.str(4), FuncName: r.str(5)})
+		}},
+		{"attribute-notation calls", AttributeCallsSQL, nil, 3, func(r *row) {
+			s.AttributeCalls = append(s.AttributeCalls, AttributeCall{OID: r.oid(0), Value: r.bool(1), Row: r.bool(2)})
 		}},
 	}
 	for _, st := range steps {
