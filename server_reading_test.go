@@ -29,6 +29,8 @@ const readingSetup = snapshotInventory + `
 	CREATE VIEW stock AS SELECT sku, quantity, writer_epoch FROM inventory;
 	CREATE VIEW stock_renamed (code, amount, writer_epoch) AS SELECT sku, quantity, writer_epoch FROM inventory;
 	CREATE VIEW stock_over_stock AS SELECT * FROM stock;
+	CREATE FUNCTION my_abs(int) RETURNS int IMMUTABLE LANGUAGE internal AS 'int4abs';
+	CREATE FUNCTION my_abs_volatile(int) RETURNS int VOLATILE LANGUAGE internal AS 'int4abs';
 	CREATE TABLE ledger (id int, settle int);
 	INSERT INTO ledger VALUES (1, 2);
 	CREATE FUNCTION settle(ledger) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = -4; RETURN 1; END $$;
@@ -72,6 +74,10 @@ func TestServerReadingCatalog(t *testing.T) {
 	f.refused(t, `SELECT immutable_call()`, states, "public.immutable_call calls public.writer")
 	f.refused(t, `SELECT stable_xml()`, states, "public.stable_xml", "query_to_xml")
 	f.passes(t, `SELECT stable_reader()`)
+	// A function sqlfence cannot read is taken at its marking only in C or internal,
+	// which only a superuser can create.
+	f.passes(t, `SELECT my_abs(-1)`)
+	f.refused(t, `SELECT my_abs_volatile(-1)`, states, "public.my_abs_volatile is VOLATILE and written in internal")
 
 	// A subscript of an assignment target is an expression the server evaluates.
 	f.refused(t, `SELECT subscript_writer()`, states, "public.subscript_writer calls public.writer")
