@@ -45,8 +45,8 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 // they may be (x.f is f(x) when x has no column f). Which it is depends on x's
 // columns, so a name is refused only when a call of it would be: a function the
 // policy lists, a built-in sqlfence refuses, or — with resolve: catalog — a user
-// function of that name, in any schema and with any arguments, that sqlfence refuses.
-// A name that reaches nothing refused is read as the column it most often is; without
+// function of that name, in any schema, that the notation can reach and sqlfence
+// refuses (judgeAttributeCall). A name that reaches nothing refused is read as the column it most often is; without
 // the catalog a user function called this way is not seen (README, "What sqlfence
 // cannot see"). anyArg says the argument may be of any type ((t.c).f); otherwise it
 // is a whole row, which none of the built-ins sqlfence refuses takes (so a column
@@ -61,7 +61,7 @@ func judgeAttributes(p *Policy, fields []*pg.Node, anyArg bool) *Error {
 		how := "a call in attribute notation (x." + fn + " is " + fn + "(x) when x has no column " + fn + ")"
 		if p.MatchFunction("", fn) {
 			return refuse(rulecode.ListedFunction, nil, how+" of "+shown+", which the policy lists as writing protected tables",
-				"name the column by another alias, or write the tables with plain statements under an epoch")
+				"write the tables with plain statements under an epoch; if "+fn+" is a column, select it under another name through a view")
 		}
 		if p.matchSafeFunction("", fn) {
 			continue
