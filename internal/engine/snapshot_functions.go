@@ -137,6 +137,7 @@ func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment
 	case f.Kind == "a":
 		j.calls = f.Calls
 	case f.Definition == "" && f.Kind != "p" && f.Volatility != "v" && (f.Language == "c" || f.Language == "internal"):
+		// taken at its marking: nothing to read, and only a superuser can create it
 	case f.Definition == "":
 		j.err = refuse(rulecode.UnreadableRoutine, nil, what+" is "+volatilityWord(f)+" and written in "+f.Language+", which sqlfence cannot read",
 			"if it writes no protected table, list it under safe_functions: in the policy")
