@@ -121,6 +121,7 @@ var atkClasses = []string{
 	"catalog-resolve", // 8 gaps of resolve: catalog
 	"parser-crash",    // 9 input that crashes the parser (run in a subprocess)
 	"caller-args",     // 10 caller-owned memory, pgx query rewriters and named arguments
+	"server-reading",  // 11 what the server runs for a name: attribute notation, overloads, bodies, views
 }
 
 const atkBasePolicy = `version: 1

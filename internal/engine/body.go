@@ -80,14 +80,13 @@ func judgePlpgsql(p *Policy, what, body, create string) *Error {
 			for k, e := range v {
 				switch k {
 				case "PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors":
-					if p.judging != nil && p.judging.callsOnly {
-						break // only the calls are listed (a STABLE function's statements cannot write)
-					}
+					// Refused whatever the routine is marked: a STABLE function's EXECUTE
+					// cannot write itself, but it can call a VOLATILE one that does.
 					result = refuse(rulecode.DynamicSQL, nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
 						"write the statements out in the body, or run them as plain statements through the driver")
 					return
 				case "PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query":
-					if m, ok := e.(map[string]any); ok && m["dynquery"] != nil && (p.judging == nil || !p.judging.callsOnly) {
+					if m, ok := e.(map[string]any); ok && m["dynquery"] != nil {
 						result = refuse(rulecode.DynamicSQL, nil, what+" runs dynamic SQL (EXECUTE), which sqlfence cannot read",
 							"write the statements out in the body, or run them as plain statements through the driver")
 						return
@@ -109,9 +108,11 @@ func judgePlpgsql(p *Policy, what, body, create string) *Error {
 
 // plpgsqlStatement turns a PL/pgSQL expression into SQL the parser reads: a whole
 // statement (mode 0) as it is, a type name (mode 1) as a cast to it, an expression
-// (mode 2) as a SELECT of it, an
-// assignment (modes 3 to 5, "target := expr") as a SELECT of its right-hand side.
-// "" means it cannot be read.
+// (mode 2) as a SELECT of it, an assignment (modes 3 to 5, "target := expr") as a
+// SELECT of its target and its right-hand side: the target's subscripts and slices
+// (a[i], a[i:j], r.f[i][j]) are expressions the server evaluates too. The := or = is
+// the first one outside brackets and parentheses, so a subscript's own = stays in the
+// target. "" means it cannot be read.
 func plpgsqlStatement(q string, mode int) string {
 	switch mode {
 	case 0:
@@ -125,9 +126,17 @@ func plpgsqlStatement(q string, mode int) string {
 		if err != nil {
 			return ""
 		}
+		depth := 0
 		for _, t := range scan.Tokens {
-			if t.Token == pg.Token_COLON_EQUALS || t.Token == pg.Token_ASCII_61 {
-				return "SELECT " + q[t.End:]
+			switch t.Token {
+			case pg.Token_ASCII_40, pg.Token_ASCII_91: // ( [
+				depth++
+			case pg.Token_ASCII_41, pg.Token_ASCII_93: // ) ]
+				depth--
+			case pg.Token_COLON_EQUALS, pg.Token_ASCII_61:
+				if depth == 0 {
+					return "SELECT " + q[:t.Start] + ", " + q[t.End:]
+				}
 			}
 		}
 	}
@@ -145,9 +154,6 @@ func judgeBodyText(p *Policy, what, q string) *Error {
 	if e != nil {
 		e.Reason = what + ": " + e.Reason
 		return e
-	}
-	if p.judging != nil && p.judging.callsOnly {
-		return admitCalls(p, tree.ProtoReflect()) // lists the calls (catalog.go)
 	}
 	for _, raw := range tree.Stmts {
 		if e := admitStatement(p, raw.Stmt); e != nil {

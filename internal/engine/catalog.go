@@ -21,9 +21,11 @@ import (
 // catalog. It is read-only once built; the memos only cache answers that depend on
 // nothing but the snapshot and the policy it belongs to.
 type catalogSnapshot struct {
-	funcs    map[string][]*pgcatalog.Function // user routines by name, every schema
-	byOID    map[uint32]*pgcatalog.Function
-	builtins map[string]pgfunc.Volatility // the server's pg_catalog functions
+	funcs     map[string][]*pgcatalog.Function // user routines by name, every schema
+	byOID     map[uint32]*pgcatalog.Function
+	builtins  map[string]pgfunc.Volatility       // the server's pg_catalog functions
+	operators map[string][]*pgcatalog.Operator   // user operators by name, every schema
+	attribute map[uint32]pgcatalog.AttributeCall // what attribute notation reaches, by function
 
 	hazards map[QualifiedName][]*writeHazard // by the relation's schema and name
 	byName  map[string][]*writeHazard        // by name only, for unqualified references
@@ -90,9 +92,18 @@ type writeHazard struct {
 // policy entry they belong to.
 func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Table) *Policy {
 	s := &catalogSnapshot{
-		funcs:    map[string][]*pgcatalog.Function{},
-		byOID:    map[uint32]*pgcatalog.Function{},
-		builtins: map[string]pgfunc.Volatility{},
+		funcs:     map[string][]*pgcatalog.Function{},
+		byOID:     map[uint32]*pgcatalog.Function{},
+		builtins:  map[string]pgfunc.Volatility{},
+		operators: map[string][]*pgcatalog.Operator{},
+		attribute: map[uint32]pgcatalog.AttributeCall{},
+	}
+	for _, a := range raw.AttributeCalls {
+		s.attribute[a.OID] = a
+	}
+	for i := range raw.Operators {
+		o := &raw.Operators[i]
+		s.operators[o.Name] = append(s.operators[o.Name], o)
 	}
 	for i := range raw.Functions {
 		f := &raw.Functions[i]
@@ -169,6 +180,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 		}
 	}
 	base := p.withTables(extra)
+	markViewEpochs(base.Tables, raw) // the index points into base.Tables
 
 	// The hazards that do not depend on judging code, then the fixpoint of those
 	// that do: a trigger's function can write a table whose own trigger writes a
@@ -196,7 +208,7 @@ func (p *Policy) withCatalog(s *catalogSnapshot) *Policy {
 // withHazards returns a snapshot with s's functions and the hazards list carried to
 // every relation whose writes reach them, with fresh memos.
 func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazard) *catalogSnapshot {
-	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins,
+	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators, attribute: s.attribute,
 		hazards: map[QualifiedName][]*writeHazard{}, byName: map[string][]*writeHazard{}}
 	reaching := map[uint32][]pgcatalog.Edge{}
 	for _, e := range raw.Edges {

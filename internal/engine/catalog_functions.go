@@ -109,12 +109,14 @@ func (s *catalogSnapshot) verdict(p *Policy, oid uint32) *Error {
 	return err
 }
 
-// direct judges a routine's own body, and lists the user routines it may call. A
-// VOLATILE function or a procedure is read from the catalog and judged like a body
-// created through the driver: refused when it writes a protected table, runs dynamic
-// SQL, or cannot be read. A STABLE or IMMUTABLE function cannot write (PostgreSQL
-// forbids its statements to), but the functions it calls run with their own
-// volatility, so they are listed. Any routine's SET clauses are judged like SET.
+// direct judges a routine's own body, and lists the user routines it may call. Every
+// function and procedure whose body sqlfence can read (sql, plpgsql) is judged like a
+// body created through the driver, whatever its volatility: refused when it writes a
+// protected table, runs dynamic SQL, or calls what sqlfence refuses. Volatility is
+// not proof: a STABLE or IMMUTABLE function's own statements cannot write, but its
+// EXECUTE, query_to_xml or a plain call can reach a VOLATILE function that does. Only
+// a C or internal function (which only a superuser can create) is taken at its
+// marking when it cannot be read. Any routine's SET clauses are judged like SET.
 func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment {
 	if j, ok := s.judged.Load(f.OID); ok {
 		return j.(*funcJudgment)
@@ -134,32 +136,40 @@ func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment
 	case j.err != nil:
 	case f.Kind == "a":
 		j.calls = f.Calls
-	case f.Kind != "p" && f.Volatility != "v":
-		if f.Definition != "" {
-			_, j.calls = judgeDefinition(p, what, f.Definition, true)
-		}
+	case f.Definition == "" && f.Kind != "p" && f.Volatility != "v" && (f.Language == "c" || f.Language == "internal"):
+		// taken at its marking: nothing to read, and only a superuser can create it
 	case f.Definition == "":
-		j.err = refuse(rulecode.UnreadableRoutine, nil, what+" is VOLATILE and written in "+f.Language+", which sqlfence cannot read",
+		j.err = refuse(rulecode.UnreadableRoutine, nil, what+" is "+volatilityWord(f)+" and written in "+f.Language+", which sqlfence cannot read",
 			"if it writes no protected table, list it under safe_functions: in the policy")
 	default:
-		j.err, j.calls = judgeDefinition(p, what, f.Definition, false)
+		j.err, j.calls = judgeDefinition(p, what, f.Definition)
 	}
 	v, _ := s.judged.LoadOrStore(f.OID, j)
 	return v.(*funcJudgment)
 }
 
+// volatilityWord is a routine's marking for messages.
+func volatilityWord(f *pgcatalog.Function) string {
+	switch {
+	case f.Volatility == "i":
+		return "IMMUTABLE"
+	case f.Volatility == "s":
+		return "STABLE"
+	}
+	return "VOLATILE"
+}
+
 // bodyJudgment is set on the copy of the policy that judges a routine body read from
 // the catalog: calls of user routines in it are listed, not judged (verdict follows
-// them), and with callsOnly nothing else is judged.
+// them).
 type bodyJudgment struct {
-	calls     []uint32
-	callsOnly bool
+	calls []uint32
 }
 
 // judgeDefinition judges a routine from its CREATE statement (pg_get_functiondef).
-func judgeDefinition(p *Policy, what, def string, callsOnly bool) (*Error, []uint32) {
+func judgeDefinition(p *Policy, what, def string) (*Error, []uint32) {
 	q := *p
-	q.judging = &bodyJudgment{callsOnly: callsOnly}
+	q.judging = &bodyJudgment{}
 	tree, e := parseBounded(def)
 	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateFunctionStmt() == nil {
 		return refuse(rulecode.UnreadableRoutine, nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil
@@ -207,4 +217,31 @@ func (p *Policy) builtinVolatility(name string) (pgfunc.Volatility, bool) {
 		}
 	}
 	return v, ok
+}
+
+// judgeAttributeCall judges a name in column position against the user functions a
+// call in attribute notation can reach (pgcatalog.AttributeCall): with anyArg those
+// taking one argument, else those taking one a table's row can be passed as, where no
+// column of the row's relation has the name. A function the catalog says nothing
+// about is taken as reachable. p.catalog may be nil.
+func (p *Policy) judgeAttributeCall(name, shown, how string, anyArg bool) *Error {
+	s := p.catalog
+	if s == nil {
+		return nil
+	}
+	for _, f := range s.candidates("", name) {
+		if a, ok := s.attribute[f.OID]; ok && !(anyArg && a.Value) && !(!anyArg && a.Row) {
+			continue
+		}
+		if p.judging != nil {
+			p.judging.calls = append(p.judging.calls, f.OID)
+			continue
+		}
+		if err := s.verdict(p, f.OID); err != nil {
+			e := *err
+			e.Reason = how + " of " + shown + ": " + err.Reason
+			return &e
+		}
+	}
+	return nil
 }

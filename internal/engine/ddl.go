@@ -369,9 +369,6 @@ func isStatementNode(n *pg.Node) bool {
 
 // judgeBodyNode is judgeBodyText for a statement already parsed.
 func judgeBodyNode(p *Policy, what string, n *pg.Node) *Error {
-	if p.judging != nil && p.judging.callsOnly {
-		return admitCalls(p, n.ProtoReflect()) // lists the calls (catalog.go)
-	}
 	if e := admitStatement(p, n); e != nil {
 		e.Reason = what + ": " + e.Reason
 		return e

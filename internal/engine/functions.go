@@ -13,19 +13,72 @@ import (
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
-// admitCalls judges every function call anywhere under root.
+// admitCalls judges every function call anywhere under root, in every syntax: f(x);
+// the attribute notation t.f and (x).f, which PostgreSQL reads as f(t) and f(x) when
+// f is not a column of t or a field of x — the last name of a qualified column
+// reference may be a call of the row, every field name of an indirection a call of
+// whatever precedes it; and operators, which call their functions.
 func admitCalls(p *Policy, root protoreflect.Message) *Error {
 	var err *Error
 	pgtree.Walk(root, func(m protoreflect.Message) bool {
 		if err != nil {
 			return false
 		}
-		if fc, ok := m.Interface().(*pg.FuncCall); ok {
-			err = judgeCall(p, fc.Funcname, fc.Args, "call")
+		switch n := m.Interface().(type) {
+		case *pg.FuncCall:
+			err = judgeCall(p, n.Funcname, n.Args, "call")
+		case *pg.ColumnRef:
+			if len(n.Fields) > 1 {
+				err = judgeAttributes(p, n.Fields[len(n.Fields)-1:], false)
+			}
+		case *pg.A_Indirection:
+			err = judgeAttributes(p, n.Indirection, true)
+		case *pg.A_Expr, *pg.SubLink, *pg.SortBy, *pg.CaseExpr, *pg.JoinExpr:
+			err = judgeOperators(p, n) // catalog_operators.go
 		}
 		return err == nil
 	})
 	return err
+}
+
+// judgeAttributes judges the names in column position among fields as the calls
+// they may be (x.f is f(x) when x has no column f). Which it is depends on x's
+// columns, so a name is refused only when a call of it would be: a function the
+// policy lists, a built-in sqlfence refuses, or — with resolve: catalog — a user
+// function of that name, in any schema, that the notation can reach and sqlfence
+// refuses (judgeAttributeCall). A name that reaches nothing refused is read as the column it most often is; without
+// the catalog a user function called this way is not seen (README, "What sqlfence
+// cannot see"). anyArg says the argument may be of any type ((t.c).f); otherwise it
+// is a whole row, which none of the built-ins sqlfence refuses takes (so a column
+// named system is not taken for the table-sampling handler).
+func judgeAttributes(p *Policy, fields []*pg.Node, anyArg bool) *Error {
+	for _, f := range fields {
+		fn := f.GetString_().GetSval()
+		if fn == "" {
+			continue // a subscript or *
+		}
+		shown := QualifiedName{Name: fn}.String()
+		how := "a call in attribute notation (x." + fn + " is " + fn + "(x) when x has no column " + fn + ")"
+		if p.MatchFunction("", fn) {
+			return refuse(rulecode.ListedFunction, nil, how+" of "+shown+", which the policy lists as writing protected tables",
+				"write the tables with plain statements under an epoch; if "+fn+" is a column, select it under another name through a view")
+		}
+		if p.matchSafeFunction("", fn) {
+			continue
+		}
+		if anyArg && pgfunc.RunsQueryText(fn) {
+			return refuse(rulecode.SQLTextFunction, nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
+				"run the query itself through the driver")
+		}
+		if v, ok := p.builtinVolatility(fn); anyArg && ok && v == pgfunc.Volatile && !pgfunc.HarmlessVolatile(fn) && fn != "set_config" {
+			return refuse(rulecode.VolatileBuiltin, nil, how+" of the volatile built-in "+shown+", which is not on sqlfence's list of built-ins that cannot write tables or change how statements are read",
+				"call it outside the driver (a separate connection without sqlfence)")
+		}
+		if e := p.judgeAttributeCall(fn, shown, how, anyArg); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // judgeCall decides whether a call of the function or procedure name may run on a
@@ -42,10 +95,6 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 	shown := nameOf(name)
 	if fn == "" {
 		return refuse(rulecode.UnjudgedCall, nil, how+" of a function sqlfence cannot name", "call functions by name")
-	}
-	if p.judging != nil && p.judging.callsOnly {
-		p.catalog.collect(p.judging, schema, fn)
-		return nil
 	}
 	if p.MatchFunction(schema, fn) {
 		return refuse(rulecode.ListedFunction, nil, how+" of "+shown+", which the policy lists as writing protected tables",

@@ -33,6 +33,12 @@ type Snapshot struct {
 	// ForeignKeys are the foreign keys whose ON DELETE or ON UPDATE action writes the
 	// referencing rows (CASCADE, SET NULL, SET DEFAULT).
 	ForeignKeys []ForeignKey
+	// Views are the views with a column named like an epoch column (views.go).
+	Views []View
+	// Operators are the user operators (operators.go).
+	Operators []Operator
+	// AttributeCalls say which user functions attribute notation reaches (attributes.go).
+	AttributeCalls []AttributeCall
 }
 
 // Function is one routine.
@@ -260,6 +266,16 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 		{"foreign keys", ForeignKeysSQL, nil, 12, func(r *row) {
 			s.ForeignKeys = append(s.ForeignKeys, ForeignKey{OID: r.oid(0), Name: r.str(1), Child: r.rel(2), Parent: r.rel(6),
 				OnDelete: r.char(10), OnUpdate: r.char(11)})
+		}},
+		{"views", ViewsSQL, []any{string(cols)}, 5, func(r *row) {
+			s.Views = append(s.Views, View{Rel: r.rel(0), Definition: r.str(4)})
+		}},
+		{"operators", OperatorsSQL, nil, 6, func(r *row) {
+			s.Operators = append(s.Operators, Operator{OID: r.oid(0), Schema: r.str(1), Name: r.str(2),
+				Function: r.oid(3), FuncSchema: r.str(4), FuncName: r.str(5)})
+		}},
+		{"attribute-notation calls", AttributeCallsSQL, nil, 3, func(r *row) {
+			s.AttributeCalls = append(s.AttributeCalls, AttributeCall{OID: r.oid(0), Value: r.bool(1), Row: r.bool(2)})
 		}},
 	}
 	for _, st := range steps {
