@@ -101,7 +101,7 @@ func OpenConnector(dsn string, opts ...ConnectorOption) (driver.Connector, error
 		if registeredName(innerDSN) {
 			return newConnector(&registeredConnector{name: innerDSN}, p, opts...)
 		}
-		return nil, err
+		return nil, fmt.Errorf("sqlfence: bad DSN (%w); write postgres://user@host/db?sqlfence_policy=PATH or host=HOST dbname=DB sqlfence_policy=PATH", err)
 	}
 	pinStartup(cfg)
 	return newConnector(stdlib.GetConnector(*cfg), p, opts...)

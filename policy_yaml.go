@@ -43,10 +43,13 @@ func (p *policyParser) yamlError(err error) error {
 	if slices.Contains(yamlParserProblems, msg) {
 		line++ // yaml.v3 omits "line 0", the first line, so this is 1 then
 	}
+	// The parser reports where its structure broke, which is often the line before
+	// the one whose indentation is off: say so, with the shape it expects.
+	const hint = "; check the indentation of this line and the next (each entry under tables: is \"  - name: …\", its keys indented under name)"
 	if line == 0 {
-		return fmt.Errorf("sqlfence: policy %s: YAML syntax: %s", p.source, msg)
+		return fmt.Errorf("sqlfence: policy %s: YAML syntax: %s%s", p.source, msg, hint)
 	}
-	return p.errorf(line, "YAML syntax: %s", msg)
+	return p.errorf(line, "YAML syntax: %s%s", msg, hint)
 }
 
 // yamlParserProblems are the messages of yaml.v3's parser errors (parserc.go).

@@ -92,7 +92,7 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Run 'sqlfence <command> --help' for a command's flags.
-Start with: go run ./cmd/sqlfence demo
+Start with: sqlfence demo (in a checkout of the repository: go run ./cmd/sqlfence demo)
 
 Exit status: 0 success; 1 findings (check, audit) or the demo did not show the
 fence working; 2 usage, configuration or connection errors.

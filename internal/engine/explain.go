@@ -140,7 +140,7 @@ func (e *Engine) explain(ctx context.Context, q Querier, b *Bound, user []any, a
 	cl := b.D.zeroRows
 	t := cl.table
 	fenced := &Error{Kind: KindFenced, Code: rulecode.FencedRow, Table: t.QualifiedName.String(), Epoch: b.Epoch, Statement: b.Query,
-		Reason: "a newer claim has written the rows this statement matches",
+		Reason: "a newer epoch has written the rows this statement matches",
 		Fix: "stop the handler and do not retry with this epoch: either this execution was superseded, or (global epochs) another job's newer claim wrote the row; " +
 			"release the job so it runs again under a newer epoch, and run handlers under the claim (sqlfence.WithClaim) to tell the two apart"}
 	if b.Claim != nil {
@@ -190,7 +190,7 @@ func (e *Engine) explain(ctx context.Context, q Querier, b *Bound, user []any, a
 	}
 	if affected > 0 {
 		if n, _ := rows[0][1].(int64); n > 0 {
-			fenced.Reason = "a newer claim has written some of the rows this statement matches; the others were written"
+			fenced.Reason = "a newer epoch has written some of the rows this statement matches; the others were written"
 			fenced.Affected, fenced.Fenced = affected, n
 			fenced.StoredEpoch, fenced.HasStored = stored, stored > b.Epoch
 			return fenced
