@@ -32,6 +32,8 @@ type catalogSnapshot struct {
 	// the parents and views that reach them: what `sqlfence guard` reports.
 	findings []CatalogFinding
 
+	matviews []pgcatalog.MatView // what REFRESH MATERIALIZED VIEW runs (refresh.go)
+
 	judged   sync.Map // function oid → *funcJudgment: its own body
 	verdicts sync.Map // function oid → verdict: its body and everything it calls
 }
@@ -93,6 +95,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 		funcs:    map[string][]*pgcatalog.Function{},
 		byOID:    map[uint32]*pgcatalog.Function{},
 		builtins: map[string]pgfunc.Volatility{},
+		matviews: raw.MatViews,
 	}
 	for i := range raw.Functions {
 		f := &raw.Functions[i]

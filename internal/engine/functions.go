@@ -62,6 +62,10 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 				return e
 			}
 			builtin = true
+		case fn == "setval":
+			if e := admitSetval(args); e != nil {
+				return e
+			}
 		case pgfunc.RunsQueryText(fn):
 			return refuse(rulecode.SQLTextFunction, nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
 				"run the query itself through the driver")
@@ -73,6 +77,9 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 			}
 			builtin = true
 		}
+	}
+	if p.extensionCall(schema, fn) {
+		return nil // extensions.go
 	}
 	if p.catalog != nil && schema != "pg_catalog" {
 		if e, found := p.judgeUserCall(schema, fn, shown, how); found || e != nil {

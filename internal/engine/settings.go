@@ -36,6 +36,12 @@ var safeSettings = map[string]bool{
 	"lc_monetary": true, "lc_numeric": true, "lc_time": true, "default_text_search_config": true,
 	"xmloption": true, "xmlbinary": true, "geqo": true, "row_security": true, "default_statistics_target": true,
 	"gin_fuzzy_search_limit": true, "log_min_duration_statement": true, "track_io_timing": true,
+	// The rest of the planner's knobs: they choose among plans of the same statement,
+	// never what it means.
+	"jit_above_cost": true, "jit_inline_above_cost": true, "jit_optimize_above_cost": true,
+	"min_parallel_table_scan_size": true, "min_parallel_index_scan_size": true, "constraint_exclusion": true,
+	"recursive_worktable_factor": true, "max_parallel_workers": true, "max_parallel_maintenance_workers": true,
+	"debug_parallel_query": true, "force_parallel_mode": true, "gin_pending_list_limit": true,
 	// SET TRANSACTION … and SET SESSION CHARACTERISTICS AS TRANSACTION …
 	"transaction": true, "session characteristics": true,
 }
@@ -91,6 +97,11 @@ func admitSetting(s *pg.VariableSetStmt) *Error {
 	case pg.VariableSetKind_VAR_RESET:
 		if settingAllowed(s.Name) || s.Name == StandardStrings || s.Name == "client_encoding" {
 			return nil // back to the startup value
+		}
+		if s.Name == "role" || s.Name == "session_authorization" {
+			// Back to the role the session connected as, what pools send before they
+			// hand a connection back; SET ROLE stays refused.
+			return nil
 		}
 		return refuseSetting(s.Name, "RESET")
 	}

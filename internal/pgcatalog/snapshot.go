@@ -33,6 +33,8 @@ type Snapshot struct {
 	// ForeignKeys are the foreign keys whose ON DELETE or ON UPDATE action writes the
 	// referencing rows (CASCADE, SET NULL, SET DEFAULT).
 	ForeignKeys []ForeignKey
+	// MatViews are the materialized views (members.go).
+	MatViews []MatView
 }
 
 // Function is one routine.
@@ -50,6 +52,8 @@ type Function struct {
 	Config []string
 	// Calls are the support functions of an aggregate (transition, final, ...).
 	Calls []uint32
+	// Extension is the name of the extension the routine belongs to, "" for none.
+	Extension string
 }
 
 // Rel names a relation.
@@ -220,6 +224,7 @@ WHERE k.contype = 'f' AND (k.confdeltype IN ('c', 'n', 'd') OR k.confupdtype IN 
 // LoadSnapshot reads a Snapshot. epochColumns are the policy's epoch column names.
 func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (*Snapshot, error) {
 	s := &Snapshot{Builtins: map[string]byte{}}
+	members := map[uint32]string{}
 	cols, err := json.Marshal(epochColumns)
 	if err != nil {
 		return nil, err
@@ -261,6 +266,12 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 			s.ForeignKeys = append(s.ForeignKeys, ForeignKey{OID: r.oid(0), Name: r.str(1), Child: r.rel(2), Parent: r.rel(6),
 				OnDelete: r.char(10), OnUpdate: r.char(11)})
 		}},
+		{"extension members", ExtensionFunctionsSQL, nil, 2, func(r *row) { members[r.oid(0)] = r.str(1) }},
+		{"materialized views", MatViewsSQL, nil, 5, func(r *row) {
+			m := MatView{OID: r.oid(0), Schema: r.str(1), Name: r.str(2), Query: r.str(3)}
+			r.json(4, &m.Indexes)
+			s.MatViews = append(s.MatViews, m)
+		}},
 	}
 	for _, st := range steps {
 		rows, err := query(ctx, st.sql, st.args...)
@@ -277,6 +288,9 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 				return nil, fmt.Errorf("pgcatalog: reading %s: %w", st.what, r.err)
 			}
 		}
+	}
+	for i := range s.Functions {
+		s.Functions[i].Extension = members[s.Functions[i].OID]
 	}
 	return s, nil
 }
