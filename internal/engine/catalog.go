@@ -199,7 +199,7 @@ func (p *Policy) withCatalog(s *catalogSnapshot) *Policy {
 // withHazards returns a snapshot with s's functions and the hazards list carried to
 // every relation whose writes reach them, with fresh memos.
 func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazard) *catalogSnapshot {
-	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins,
+	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, matviews: s.matviews,
 		hazards: map[QualifiedName][]*writeHazard{}, byName: map[string][]*writeHazard{}}
 	reaching := map[uint32][]pgcatalog.Edge{}
 	for _, e := range raw.Edges {
