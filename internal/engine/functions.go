@@ -47,6 +47,9 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 		p.catalog.collect(p.judging, schema, fn)
 		return nil
 	}
+	if e := refuseGuardRoutine(schema, fn, shown, how); e != nil {
+		return e // settings.go
+	}
 	if p.MatchFunction(schema, fn) {
 		return refuse(rulecode.ListedFunction, nil, how+" of "+shown+", which the policy lists as writing protected tables",
 			"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")

@@ -163,3 +163,19 @@ func admitSetConfig(args []*pg.Node) *Error {
 	}
 	return refuseSetting(name, "set_config")
 }
+
+// guardRoutines are the routines sqlfence guard installs in its schema, sqlfence:
+// override sets sqlfence.override, which lets the guard pass the transaction's writes.
+var guardRoutines = map[string]bool{"override": true, "active_override": true, "guard": true,
+	"guard_reject": true, "guard_epoch": true, "guard_statements": true}
+
+// refuseGuardRoutine refuses a call that may reach one of the guard's routines, whatever
+// safe_functions says: an unqualified name reaches schema sqlfence when search_path
+// puts it first.
+func refuseGuardRoutine(schema, name, shown, how string) *Error {
+	if (schema != "" && schema != "sqlfence") || !guardRoutines[name] {
+		return nil
+	}
+	return refuse(rulecode.Setting, nil, how+" of "+shown+", which may be the database guard's own routine: the guard's override is an operator's repair, not the application's",
+		"run sqlfence.override outside the driver, in the operator's transaction; if "+shown+" is the application's own function, call it qualified with its schema")
+}
