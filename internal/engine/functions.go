@@ -47,7 +47,7 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 		p.catalog.collect(p.judging, schema, fn)
 		return nil
 	}
-	if e := refuseGuardRoutine(schema, fn, shown, how); e != nil {
+	if e := p.refuseGuardRoutine(schema, fn, shown, how); e != nil {
 		return e // settings.go
 	}
 	if p.MatchFunction(schema, fn) {

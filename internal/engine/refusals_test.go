@@ -39,7 +39,7 @@ func TestRefusalsAndEpochCounters(t *testing.T) {
 	ddl := testPolicy(t)
 	ddl.AllowDDL = true
 	safeOverride := testPolicy(t)
-	safeOverride.SafeFunctions = []QualifiedName{{Name: "override"}, {Schema: "sqlfence", Name: "active_override"}}
+	safeOverride.SafeFunctions = []QualifiedName{{Name: "override"}, {Name: "active_override"}, {Schema: "sqlfence", Name: "guard_reject"}}
 	for _, c := range []struct {
 		p    *Policy
 		sql  string
@@ -108,6 +108,8 @@ func TestRefusalsAndEpochCounters(t *testing.T) {
 		{plain, "SELECT set_config(setting_name => 'sqlfence.fenced', new_value => 'on', is_local => true)", ActRefuse, rulecode.Setting},
 		{safeOverride, "SELECT override('restore inventory after INC-1')", ActRefuse, rulecode.Setting},
 		{safeOverride, "SELECT sqlfence.active_override()", ActRefuse, rulecode.Setting},
+		{safeOverride, "SELECT guard_reject('a', 'b', 'c', false)", ActRefuse, rulecode.Setting},
+		{safeOverride, "SELECT sqlfence.guard_reject('a', 'b', 'c', false)", ActPass, ""}, // named qualified: the operator's choice
 	} {
 		d := Analyze(c.p, c.sql)
 		got := ""

@@ -169,13 +169,23 @@ func admitSetConfig(args []*pg.Node) *Error {
 var guardRoutines = map[string]bool{"override": true, "active_override": true, "guard": true,
 	"guard_reject": true, "guard_epoch": true, "guard_statements": true}
 
-// refuseGuardRoutine refuses a call that may reach one of the guard's routines, whatever
-// safe_functions says: an unqualified name reaches schema sqlfence when search_path
-// puts it first.
-func refuseGuardRoutine(schema, name, shown, how string) *Error {
+// refuseGuardRoutine refuses a call that may reach one of the guard's routines unless
+// the policy names that routine, schema-qualified, under safe_functions (an operator's
+// explicit choice, as for a repair tool) and the call is qualified the same way: an
+// unqualified entry, or an unqualified call, reaches schema sqlfence whenever
+// search_path puts it first, so an application's own function named override would
+// switch the guard off.
+func (p *Policy) refuseGuardRoutine(schema, name, shown, how string) *Error {
 	if (schema != "" && schema != "sqlfence") || !guardRoutines[name] {
 		return nil
 	}
-	return refuse(rulecode.Setting, nil, how+" of "+shown+", which may be the database guard's own routine: the guard's override is an operator's repair, not the application's",
-		"run sqlfence.override outside the driver, in the operator's transaction; if "+shown+" is the application's own function, call it qualified with its schema")
+	if schema == "sqlfence" {
+		for _, f := range p.SafeFunctions {
+			if f.Schema == "sqlfence" && f.Name == name {
+				return nil
+			}
+		}
+	}
+	return refuse(rulecode.Setting, nil, how+" of "+shown+", which may be the database guard's own routine: the guard's override is an operator's repair, which the policy does not name",
+		"run sqlfence.override outside the driver, or list it as sqlfence."+name+" under safe_functions: and call it qualified; if "+shown+" is the application's own function, call it qualified with its schema")
 }
