@@ -383,6 +383,8 @@ func TestBenignFormat(t *testing.T) {
 		"--! name: a\n--! db: run\nSELECT 1\n",
 		"--! name: a\n--! db: skip\nSELECT 1\n",
 		"--! name: a\nSELECT 1\n--! setup\nSELECT 2\n",
+		"--! policy: none\n--! name: a\nSELECT 1\n",
+		"--! name: a\n--! policy: catalog\nSELECT 1\n",
 	} {
 		if _, err := parseBenign("bad.sql", bad); err == nil {
 			t.Errorf("parseBenign accepted %q", bad)
