@@ -41,6 +41,8 @@ package sqlfence_test
 //	--! note: free text                           optional
 //	--! setup                                     SQL run through plain pgx as superuser after
 //	<SQL>                                         the fixture: what migrations created
+//	--! guard                                     after the setup: sqlfence guard --apply with
+//	                                              the case's policy (the database-side guard)
 //	--! exec [options]                            a step: ExecContext on the fenced connection
 //	<SQL>
 //	--! query [options]                           QueryContext, rows read to the end
@@ -106,6 +108,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/guard"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -122,6 +125,7 @@ var atkClasses = []string{
 	"parser-crash",    // 9 input that crashes the parser (run in a subprocess)
 	"caller-args",     // 10 caller-owned memory, pgx query rewriters and named arguments
 	"server-reading",  // 11 what the server runs for a name: attribute notation, overloads, bodies, views
+	"guard-forgery",   // 12 setting from inside an allowed statement what the database's guard trusts
 }
 
 const atkBasePolicy = `version: 1
@@ -183,6 +187,7 @@ type atkCase struct {
 	note              string
 	line              int
 	setup             string
+	guard             bool // --! guard
 	steps             []*atkStep
 }
 
@@ -317,6 +322,8 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 		switch word {
 		case "setup":
 			block = &cur.setup
+		case "guard":
+			cur.guard, block = true, nil
 		case "to":
 			if step == nil || !step.rewrite {
 				return nil, fmt.Errorf("%s:%d: --! to outside a rewrite step", file, n)
@@ -1408,6 +1415,12 @@ func atkRun(pool *atkPool, c *atkCase, epoch int64, front string) (res atkRunRes
 			return res
 		}
 	}
+	if c.guard {
+		if err := atkInstallGuard(d.dsn, atkPolicies[c.policy]); err != nil {
+			res.err = err
+			return res
+		}
+	}
 	targets, err := atkTargets(ctx, rc)
 	if err != nil {
 		res.err = fmt.Errorf("protected tables: %w", err)
@@ -1636,4 +1649,22 @@ func TestAttackFormat(t *testing.T) {
 		fmt.Sprint(c.steps[0].args) != "[a 1]" || c.steps[1].rewriteTo != "SELECT 2" || c.steps[2].kind != "reconnect" {
 		t.Errorf("parsed %+v %+v", c, c.steps[0])
 	}
+}
+
+// atkInstallGuard installs the database-side guard (sqlfence guard --apply) for policy.
+func atkInstallGuard(dsn, policy string) error {
+	dir, err := os.MkdirTemp("", "sqlfence-guard")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "sqlfence.yaml")
+	if err := os.WriteFile(file, []byte(policy), 0o600); err != nil {
+		return err
+	}
+	var out, errOut bytes.Buffer
+	if code := guard.Run([]string{"--policy", file, "--apply", "--dsn", dsn}, &out, &errOut); code != 0 {
+		return fmt.Errorf("sqlfence guard --apply: exit %d: %s%s", code, out.String(), errOut.String())
+	}
+	return nil
 }

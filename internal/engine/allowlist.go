@@ -57,6 +57,8 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		*pg.Node_NotifyStmt, *pg.Node_DiscardStmt, *pg.Node_DeallocateStmt, *pg.Node_LockStmt,
 		*pg.Node_FetchStmt, *pg.Node_ClosePortalStmt, *pg.Node_ConstraintsSetStmt:
 		return nil
+	case *pg.Node_RefreshMatViewStmt:
+		return judgeRefresh(p, s.RefreshMatViewStmt)
 	case *pg.Node_DeclareCursorStmt:
 		return admitStatement(p, s.DeclareCursorStmt.Query)
 	case *pg.Node_VariableSetStmt:

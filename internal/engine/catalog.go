@@ -34,6 +34,8 @@ type catalogSnapshot struct {
 	// the parents and views that reach them: what `sqlfence guard` reports.
 	findings []CatalogFinding
 
+	matviews []pgcatalog.MatView // what REFRESH MATERIALIZED VIEW runs (refresh.go)
+
 	judged   sync.Map // function oid → *funcJudgment: its own body
 	verdicts sync.Map // function oid → verdict: its body and everything it calls
 }
@@ -97,6 +99,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 		builtins:  map[string]pgfunc.Volatility{},
 		operators: map[string][]*pgcatalog.Operator{},
 		attribute: map[uint32]pgcatalog.AttributeCall{},
+		matviews:  raw.MatViews,
 	}
 	for _, a := range raw.AttributeCalls {
 		s.attribute[a.OID] = a
@@ -208,7 +211,7 @@ func (p *Policy) withCatalog(s *catalogSnapshot) *Policy {
 // withHazards returns a snapshot with s's functions and the hazards list carried to
 // every relation whose writes reach them, with fresh memos.
 func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazard) *catalogSnapshot {
-	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators, attribute: s.attribute,
+	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators, attribute: s.attribute, matviews: s.matviews,
 		hazards: map[QualifiedName][]*writeHazard{}, byName: map[string][]*writeHazard{}}
 	reaching := map[uint32][]pgcatalog.Edge{}
 	for _, e := range raw.Edges {

@@ -29,6 +29,9 @@ func refuseCodeDDL(what string) *Error {
 
 // admitDDL judges DDL when the policy allows DDL.
 func admitDDL(p *Policy, n *pg.Node) *Error {
+	if e := admitEpochObjectDDL(n); e != nil {
+		return e
+	}
 	switch s := n.Node.(type) {
 	case *pg.Node_RenameStmt:
 		return admitRename(p, s.RenameStmt)

@@ -151,6 +151,11 @@ func (e *Engine) Bind(d *Decision, query string, s Session, nargs int) (Bound, *
 		if s.ClaimHelper {
 			return b, nil
 		}
+		if d.claimTable.StatusColumn == "" { // epochobjects.go
+			return Bound{}, &Error{Kind: KindRefused, Code: rulecode.ClaimWrite, Table: d.claimTable.QualifiedName.String(), Epoch: s.Epoch, Statement: query,
+				Reason: "the statement writes the epoch counter " + d.claimTable.QualifiedName.String() + " outside sqlfence's claim helpers: a counter moved back or reset hands out epochs already used, and a stale execution writes again",
+				Fix:    "draw epochs with the helpers in github.com/sqlfence/sqlfence/claim; an operator moves the counter upwards outside the driver (sqlfence audit --fix)"}
+		}
 		return Bound{}, &Error{Kind: KindRefused, Code: rulecode.ClaimWrite, Table: d.claimTable.QualifiedName.String(), Epoch: s.Epoch, Statement: query,
 			Reason: "the statement writes the claim table's " + sqlident.Quote(d.claimTable.StatusColumn) + " or " + sqlident.Quote(d.claimTable.EpochColumn) +
 				" column outside sqlfence's claim helpers: a claim that does not increment the epoch gives its job no token",

@@ -96,6 +96,9 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 	if fn == "" {
 		return refuse(rulecode.UnjudgedCall, nil, how+" of a function sqlfence cannot name", "call functions by name")
 	}
+	if e := p.refuseGuardRoutine(schema, fn, shown, how); e != nil {
+		return e // settings.go
+	}
 	if p.MatchFunction(schema, fn) {
 		return refuse(rulecode.ListedFunction, nil, how+" of "+shown+", which the policy lists as writing protected tables",
 			"write the tables with plain statements under an epoch, or call it through sqlfence.Unfenced")
@@ -111,6 +114,10 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 				return e
 			}
 			builtin = true
+		case fn == "setval":
+			if e := admitSetval(args); e != nil {
+				return e
+			}
 		case pgfunc.RunsQueryText(fn):
 			return refuse(rulecode.SQLTextFunction, nil, how+" of "+shown+", which runs the SQL text it is given where sqlfence cannot read it",
 				"run the query itself through the driver")
@@ -122,6 +129,9 @@ func judgeCall(p *Policy, name []*pg.Node, args []*pg.Node, how string) *Error {
 			}
 			builtin = true
 		}
+	}
+	if p.extensionCall(schema, fn) {
+		return nil // extensions.go
 	}
 	if p.catalog != nil && schema != "pg_catalog" {
 		if e, found := p.judgeUserCall(schema, fn, shown, how); found || e != nil {

@@ -18,14 +18,15 @@ import (
 // effect. Only the claim helpers' statements may do that, or one job type could be
 // claimed without incrementing the epoch and its writes would carry no token.
 func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
-	if len(p.Claims) == 0 {
-		return nil
-	}
 	var found *ClaimTable
 	// allColumns: an INSERT without a column list writes every column, the claim
 	// columns included.
 	check := func(rv *pg.RangeVar, allColumns bool, lists ...[]*pg.Node) {
 		if rv == nil || found != nil {
+			return
+		}
+		if isEpochObject(rv.Relname) {
+			found = counterClaim(rv) // epochobjects.go: any write to an epoch counter
 			return
 		}
 		c := p.MatchClaim(rv.Schemaname, rv.Relname)
@@ -55,7 +56,19 @@ func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
 				check(s.Relation, c.GetCommandType() == pg.CmdType_CMD_INSERT && len(c.GetTargetList()) == 0 && len(c.GetValues()) > 0, c.GetTargetList())
 			}
 		case *pg.CopyStmt:
-			check(s.Relation, s.IsFrom)
+			if s.IsFrom || !isEpochObject(s.Relation.GetRelname()) {
+				check(s.Relation, s.IsFrom)
+			}
+		case *pg.DeleteStmt:
+			if isEpochObject(s.Relation.GetRelname()) {
+				check(s.Relation, false)
+			}
+		case *pg.TruncateStmt:
+			for _, r := range s.Relations {
+				if rv := r.GetRangeVar(); isEpochObject(rv.GetRelname()) {
+					check(rv, false)
+				}
+			}
 		}
 		return found == nil
 	})

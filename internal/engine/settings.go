@@ -36,6 +36,12 @@ var safeSettings = map[string]bool{
 	"lc_monetary": true, "lc_numeric": true, "lc_time": true, "default_text_search_config": true,
 	"xmloption": true, "xmlbinary": true, "geqo": true, "row_security": true, "default_statistics_target": true,
 	"gin_fuzzy_search_limit": true, "log_min_duration_statement": true, "track_io_timing": true,
+	// The rest of the planner's knobs: they choose among plans of the same statement,
+	// never what it means.
+	"jit_above_cost": true, "jit_inline_above_cost": true, "jit_optimize_above_cost": true,
+	"min_parallel_table_scan_size": true, "min_parallel_index_scan_size": true, "constraint_exclusion": true,
+	"recursive_worktable_factor": true, "max_parallel_workers": true, "max_parallel_maintenance_workers": true,
+	"debug_parallel_query": true, "force_parallel_mode": true, "gin_pending_list_limit": true,
 	// SET TRANSACTION … and SET SESSION CHARACTERISTICS AS TRANSACTION …
 	"transaction": true, "session characteristics": true,
 }
@@ -91,6 +97,11 @@ func admitSetting(s *pg.VariableSetStmt) *Error {
 	case pg.VariableSetKind_VAR_RESET:
 		if settingAllowed(s.Name) || s.Name == StandardStrings || s.Name == "client_encoding" {
 			return nil // back to the startup value
+		}
+		if s.Name == "role" || s.Name == "session_authorization" {
+			// Back to the role the session connected as, what pools send before they
+			// hand a connection back; SET ROLE stays refused.
+			return nil
 		}
 		return refuseSetting(s.Name, "RESET")
 	}
@@ -151,4 +162,30 @@ func admitSetConfig(args []*pg.Node) *Error {
 		}
 	}
 	return refuseSetting(name, "set_config")
+}
+
+// guardRoutines are the routines sqlfence guard installs in its schema, sqlfence:
+// override sets sqlfence.override, which lets the guard pass the transaction's writes.
+var guardRoutines = map[string]bool{"override": true, "active_override": true, "guard": true,
+	"guard_reject": true, "guard_epoch": true, "guard_statements": true}
+
+// refuseGuardRoutine refuses a call that may reach one of the guard's routines unless
+// the policy names that routine, schema-qualified, under safe_functions (an operator's
+// explicit choice, as for a repair tool) and the call is qualified the same way: an
+// unqualified entry, or an unqualified call, reaches schema sqlfence whenever
+// search_path puts it first, so an application's own function named override would
+// switch the guard off.
+func (p *Policy) refuseGuardRoutine(schema, name, shown, how string) *Error {
+	if (schema != "" && schema != "sqlfence") || !guardRoutines[name] {
+		return nil
+	}
+	if schema == "sqlfence" {
+		for _, f := range p.SafeFunctions {
+			if f.Schema == "sqlfence" && f.Name == name {
+				return nil
+			}
+		}
+	}
+	return refuse(rulecode.Setting, nil, how+" of "+shown+", which may be the database guard's own routine: the guard's override is an operator's repair, which the policy does not name",
+		"run sqlfence.override outside the driver, or list it as sqlfence."+name+" under safe_functions: and call it qualified; if "+shown+" is the application's own function, call it qualified with its schema")
 }

@@ -39,6 +39,8 @@ type Snapshot struct {
 	Operators []Operator
 	// AttributeCalls say which user functions attribute notation reaches (attributes.go).
 	AttributeCalls []AttributeCall
+	// MatViews are the materialized views (members.go).
+	MatViews []MatView
 }
 
 // Function is one routine.
@@ -56,6 +58,8 @@ type Function struct {
 	Config []string
 	// Calls are the support functions of an aggregate (transition, final, ...).
 	Calls []uint32
+	// Extension is the name of the extension the routine belongs to, "" for none.
+	Extension string
 }
 
 // Rel names a relation.
@@ -226,6 +230,7 @@ WHERE k.contype = 'f' AND (k.confdeltype IN ('c', 'n', 'd') OR k.confupdtype IN 
 // LoadSnapshot reads a Snapshot. epochColumns are the policy's epoch column names.
 func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (*Snapshot, error) {
 	s := &Snapshot{Builtins: map[string]byte{}}
+	members := map[uint32]string{}
 	cols, err := json.Marshal(epochColumns)
 	if err != nil {
 		return nil, err
@@ -277,6 +282,12 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 		{"attribute-notation calls", AttributeCallsSQL, nil, 3, func(r *row) {
 			s.AttributeCalls = append(s.AttributeCalls, AttributeCall{OID: r.oid(0), Value: r.bool(1), Row: r.bool(2)})
 		}},
+		{"extension members", ExtensionFunctionsSQL, nil, 2, func(r *row) { members[r.oid(0)] = r.str(1) }},
+		{"materialized views", MatViewsSQL, nil, 5, func(r *row) {
+			m := MatView{OID: r.oid(0), Schema: r.str(1), Name: r.str(2), Query: r.str(3)}
+			r.json(4, &m.Indexes)
+			s.MatViews = append(s.MatViews, m)
+		}},
 	}
 	for _, st := range steps {
 		rows, err := query(ctx, st.sql, st.args...)
@@ -293,6 +304,9 @@ func LoadSnapshot(ctx context.Context, query QueryFunc, epochColumns []string) (
 				return nil, fmt.Errorf("pgcatalog: reading %s: %w", st.what, r.err)
 			}
 		}
+	}
+	for i := range s.Functions {
+		s.Functions[i].Extension = members[s.Functions[i].OID]
 	}
 	return s, nil
 }
