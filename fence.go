@@ -73,7 +73,20 @@ func newFence(p *Policy, opts []ConnectorOption) (*fence, error) {
 	}
 	f := &fence{cfg: cfg, base: fp}
 	f.enforcer.Store(newEnforcer(fp, cfg))
+	if !fp.ResolveCatalog {
+		logUnresolved(cfg.logger, fp.Source)
+	}
 	return f, nil
+}
+
+// logUnresolved says once per connector what resolve: none leaves unseen: it is an
+// explicit choice, and the writes it lets through unfenced must not be a surprise.
+func logUnresolved(l *slog.Logger, source string) {
+	l.Warn("sqlfence: resolve: none: this connector does not read the catalog, so it does not check that the protected tables exist "+
+		"with a bigint NOT NULL epoch column, writes through their partitions, inheritance children, parents and views are sent unfenced, "+
+		"and statements that fire triggers, rules or foreign-key actions, or call functions, that write protected tables are not refused; "+
+		"install the guard (sqlfence guard --apply) to have the database reject those writes, or remove resolve: none from the policy",
+		"policy", source)
 }
 
 // current is the enforcer for the catalog as last read.

@@ -212,7 +212,7 @@ func TestShadowReport(t *testing.T) {
 // TestShadowShapesBounded: a program that builds a new statement per call cannot grow
 // the shadow tally: past 200 shapes, executions are counted as other shapes.
 func TestShadowShapesBounded(t *testing.T) {
-	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\nresolve: none\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestObserverSessionSettings(t *testing.T) {
 // TestShadowConcurrent: the tally counts every statement when connections run at once,
 // and summaries are logged while they do (run it with -race).
 func TestShadowConcurrent(t *testing.T) {
-	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\nresolve: none\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
