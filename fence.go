@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -115,7 +116,7 @@ func (f *fence) refresh(ctx context.Context, q front.Querier) error {
 func (f *fence) reload(ctx context.Context, q front.Querier) error {
 	p, err := engine.Resolve(ctx, q, f.base)
 	if err != nil {
-		return err
+		return catalogError(err)
 	}
 	e := newEnforcer(p, f.cfg)
 	if old := f.enforcer.Swap(e); old != nil {
@@ -186,3 +187,15 @@ func (f *fence) Changed(ctx context.Context, q front.Querier, eff engine.Catalog
 }
 
 func (f *fence) Log() *slog.Logger { return f.cfg.logger }
+
+// catalogError is Resolve's error as the connector returns it for every statement:
+// a policy that does not match the database is ErrRefused (nothing is sent), with
+// the first problem's code and table and every problem in the reason.
+func catalogError(err error) error {
+	var ce *engine.CatalogError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+		return err
+	}
+	first := ce.Problems[0]
+	return &Error{Kind: ErrRefused, Code: first.Code, Table: first.Table, Reason: strings.TrimPrefix(ce.Error(), "sqlfence: ")}
+}
