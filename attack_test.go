@@ -123,6 +123,7 @@ var atkClasses = []string{
 }
 
 const atkBasePolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
   - name: billing.invoices

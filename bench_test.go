@@ -47,6 +47,7 @@ INSERT INTO bench_plain (id, n) SELECT g, 0 FROM generate_series(1, 64) g;
 // row under the same epoch affects none (by design), which would measure sqlfence's
 // 0-row classification instead of its normal path.
 const benchPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: bench_items
     mode: repeatable

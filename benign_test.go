@@ -193,10 +193,11 @@ func benignText(t *testing.T, s *benignStmt) []string {
 			run = "epoch 7"
 		}
 		r := newRecorder()
-		p, err := sqlfence.ParsePolicy([]byte(benignPolicy+"resolve: none\n"), "benign.yaml") // the recorder has no catalog
+		p, err := sqlfence.ParsePolicy([]byte(benignPolicy), "benign.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.ResolveCatalog = false // the recorder has no catalog
 		db := sql.OpenDB(sqlfence.NewConnector(&fullConnector{r: r}, p))
 		db.SetMaxOpenConns(1)
 		t.Cleanup(func() { db.Close() })

@@ -63,7 +63,7 @@ func openObserved(t *testing.T, policy string, opts ...sqlfence.ConnectorOption)
 	return db, raw, c
 }
 
-const observedPolicy = "version: 1\ntables: [inventory]\n"
+const observedPolicy = "version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n"
 
 // TestObserver: every decision and every check of a fenced write reaches the observer,
 // against PostgreSQL, with the rule code, the table, the epoch and the check's latency.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,9 @@ type connectorConfig struct {
 	observer     func(context.Context, Event)
 	shadowEvery  time.Duration
 	shadow       *shadowTally // under enforce: shadow; kept across catalog reloads
+	// catalogStale is the fence's stale flag: the enforcers set it when the guard
+	// says the catalog changed (guardSaid).
+	catalogStale *atomic.Bool
 }
 
 // WithLogger sends every line the connector logs (shadow mode's new failing shapes and

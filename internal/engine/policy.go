@@ -79,6 +79,9 @@ type Policy struct {
 	// before the snapshot, 0 without one; fenced texts carry it in the guard's
 	// marker, and the guard refuses them once DDL has moved it on.
 	CatalogVersion int64
+	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
+	// keeps other sessions' DDL from reaching the fence (catalogMissing).
+	CatalogMissing string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.

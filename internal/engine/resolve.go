@@ -7,6 +7,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
@@ -26,6 +27,11 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	}
 	protected := map[uint32]*Table{}
 	chk := &policyCheck{ctx: ctx, query: query, source: p.Source}
+	// The version first: a snapshot read after it can only be newer (version.go).
+	ver, err := pgcatalog.Version(ctx, query)
+	if err != nil {
+		return nil, chk.readError("reading the catalog version", err)
+	}
 	for i := range p.Tables {
 		t := &p.Tables[i]
 		rels, err := pgcatalog.Relations(ctx, query, t.Schema, t.Name, t.EpochColumn)
@@ -99,11 +105,45 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 			columns = append(columns, t.EpochColumn)
 		}
 	}
+	missing, err := catalogMissing(ctx, query, ver, protected)
+	if err != nil {
+		return nil, chk.readError("reading the guard's triggers", err)
+	}
 	snap, err := pgcatalog.LoadSnapshot(ctx, query, columns)
 	if err != nil {
 		return nil, chk.readError("reading the snapshot", err)
 	}
-	return p.withTables(extra).withSnapshot(snap, protected), nil
+	r := p.withTables(extra).withSnapshot(snap, protected)
+	r.CatalogMissing = missing
+	if missing == "" {
+		r.CatalogVersion = ver.Version
+	}
+	return r, nil
+}
+
+// catalogMissing says what keeps DDL of other sessions from reaching the fence:
+// no catalog version, a disabled event trigger, an older guard, or a protected
+// relation without the guard's trigger (where the version is compared). "" when
+// nothing does.
+func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVersion, protected map[uint32]*Table) (string, error) {
+	switch {
+	case ver.Version == 0:
+		return "the database has no catalog version (schema sqlfence, installed with the guard)", nil
+	case !ver.Triggers:
+		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing or disabled", nil
+	case !ver.Guard:
+		return "the guard installed is older than this sqlfence and does not compare catalog versions", nil
+	}
+	oids := make([]uint32, 0, len(protected))
+	for oid := range protected {
+		oids = append(oids, oid)
+	}
+	slices.Sort(oids)
+	bare, err := pgcatalog.Unguarded(ctx, query, oids)
+	if err != nil || len(bare) == 0 {
+		return "", err
+	}
+	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed)", nil
 }
 
 // Findings are what the catalog holds that makes the engine refuse writes whose text

@@ -11,6 +11,7 @@ package guardmark
 import (
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +43,13 @@ func NameSQL(expr string) string {
 
 // Comment is the marker for a statement that fenced the relations named (unquoted),
 // followed by a space: Prefix, each name once, encoded, separated by spaces, then */.
-func Comment(names []string) string {
+func Comment(names []string) string { return CommentAt(names, 0) }
+
+// CommentAt is Comment with the catalog version the statement was decided on,
+// written as the last word "@N" (a name with "@" is written in hex, so the two
+// never meet): the guard refuses the statement once DDL has moved the version on.
+// version 0 (resolve: none, or no catalog version installed) writes none.
+func CommentAt(names []string, version int64) string {
 	var b strings.Builder
 	b.WriteString(Prefix)
 	seen := make([]string, 0, len(names))
@@ -54,6 +61,10 @@ func Comment(names []string) string {
 			seen = append(seen, n)
 			b.WriteString(n)
 		}
+	}
+	if version > 0 {
+		b.WriteString(" @")
+		b.WriteString(strconv.FormatInt(version, 10))
 	}
 	b.WriteString("*/ ")
 	return b.String()

@@ -19,8 +19,10 @@ var guardSetupSQL = strings.NewReplacer(
 	"{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"),
 	"{{mark}}", guardmark.NameSQL("rel.name"),
 	"{{parentmark}}", guardmark.NameSQL("c.relname"),
+	"{{childmark}}", guardmark.NameSQL("c.relname"),
 	"{{prefix}}", sqlident.Literal(guardmark.Prefix),
 	"{{prefixlen}}", strconv.Itoa(len(guardmark.Prefix)),
+	"{{versionlock}}", strconv.Itoa(pgcatalog.VersionLock),
 ).Replace(guardSetupTemplate)
 
 const guardSetupTemplate = `
@@ -42,6 +44,87 @@ CREATE TABLE IF NOT EXISTS sqlfence.override_log (
     reason      text NOT NULL
 );
 REVOKE ALL ON sqlfence.override_log FROM PUBLIC;
+
+-- The catalog version: every DDL statement of any session moves it on (the event
+-- triggers below), a connector reads it before it reads the catalog, its fenced
+-- statements carry it in the marker ("@N"), and the statement trigger refuses one
+-- whose version is no longer current (SF005): so no fenced statement runs on a
+-- decision made before DDL it cannot see. A sequence, because the trigger reads it
+-- with pg_sequence_last_value, which sees the latest value in any snapshot (a
+-- repeatable-read transaction would read an old row of a table); it is not
+-- transactional, so every DDL transaction also holds the advisory lock
+-- {{versionlock}} shared until it ends, and a connector takes it exclusively to read
+-- the version: the version it reads never belongs to DDL it cannot see yet.
+CREATE SEQUENCE IF NOT EXISTS sqlfence.catalog_version;
+REVOKE ALL ON SEQUENCE sqlfence.catalog_version FROM PUBLIC;
+GRANT SELECT ON SEQUENCE sqlfence.catalog_version TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION sqlfence.catalog_changed() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    r record;
+    found_one boolean := true;
+    rounds int := 0;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({{versionlock}});
+    PERFORM nextval('sqlfence.catalog_version');
+    IF TG_EVENT <> 'ddl_command_end' THEN
+        RETURN;
+    END IF;
+    -- A partition or inheritance child created or attached under a guarded relation
+    -- is guarded like it, in the same transaction: a driver that has not read the
+    -- catalog since sends its writes unfenced, and the guard must reject them. Parents
+    -- first, so a round finds the children of the relations the previous one guarded.
+    WHILE found_one AND rounds < 32 LOOP
+        found_one := false;
+        rounds := rounds + 1;
+        FOR r IN
+            WITH RECURSIVE cand (oid) AS (
+                SELECT d.objid FROM pg_event_trigger_ddl_commands() d WHERE d.classid = 'pg_class'::regclass
+                UNION
+                SELECT i.inhrelid FROM pg_inherits i JOIN cand ON i.inhparent = cand.oid)
+            SELECT DISTINCT c.oid, c.relkind, {{childmark}} AS mark, (g.tgtype & 4) <> 0 AS ins
+            FROM cand JOIN pg_class c ON c.oid = cand.oid
+            JOIN pg_inherits i ON i.inhrelid = c.oid
+            JOIN pg_trigger g ON g.tgrelid = i.inhparent AND g.tgname = 'sqlfence_guard'
+            WHERE c.relkind IN ('r', 'p', 'f')
+              AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard')
+        LOOP
+            PERFORM sqlfence.guard_statements(r.oid, r.relkind::text, r.mark, r.ins);
+            found_one := true;
+        END LOOP;
+    END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION sqlfence.catalog_changed() FROM PUBLIC;
+-- Event triggers need a superuser. Without one the rest of the guard is installed,
+-- and a connector under resolve: catalog refuses fenced writes unless its policy sets
+-- catalog_refresh (the window in which other sessions' DDL is not seen).
+DO $et$
+BEGIN
+    DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_ddl;
+    CREATE EVENT TRIGGER sqlfence_catalog_ddl ON ddl_command_end EXECUTE FUNCTION sqlfence.catalog_changed();
+    DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_drop;
+    CREATE EVENT TRIGGER sqlfence_catalog_drop ON sql_drop EXECUTE FUNCTION sqlfence.catalog_changed();
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE WARNING 'sqlfence guard: the catalog version''s event triggers need a superuser and were not created: DDL of other sessions does not reach the driver, which then refuses fenced writes unless the policy sets catalog_refresh';
+END
+$et$;
+SELECT pg_catalog.nextval('sqlfence.catalog_version');
+
+-- guard_stale refuses a fenced statement decided on an older catalog version.
+CREATE OR REPLACE FUNCTION sqlfence.guard_stale(op text, tschema name, tname name) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'SF005',
+        MESSAGE = format('sqlfence guard: %s on %I.%I rejected: the catalog changed since the sqlfence driver decided the statement (catalog version %s, now %s)',
+            op, tschema, tname,
+            split_part(split_part(substr(current_query(), {{prefixlen}} + 1), '*/', 1), ' @', 2),
+            pg_sequence_last_value('sqlfence.catalog_version'::regclass)),
+        DETAIL = 'DDL made since (a trigger, rule, partition, view, foreign key or function) may change what the statement writes; the driver decided it without seeing that DDL.',
+        HINT = 'Nothing was written. The driver reads the catalog again before its next statement: retry the statement (inside a transaction, roll back and retry the transaction).';
+END
+$fn$;
 
 -- sqlfence.override(reason) allows writes to guarded tables for the rest of the
 -- transaction. The override is bound to the transaction's id, so a session-level SET
@@ -103,7 +186,13 @@ BEGIN
        AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
        AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
            pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' ')) THEN
-        RETURN NULL;
+        -- The catalog version the driver decided the statement on (the marker's last
+        -- word, @N; none under resolve: none) must still be the current one.
+        IF pg_catalog.split_part(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' @', 2)
+           OPERATOR(pg_catalog.=) ANY (ARRAY['', pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text]) THEN
+            RETURN NULL;
+        END IF;
+        PERFORM sqlfence.guard_stale(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
     END IF;
     PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.>) 0);
@@ -272,13 +361,18 @@ END
 $fn$;
 `
 
-const guardDropSQL = `DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
+const guardDropSQL = `DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_ddl;
+DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_drop;
+DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
 DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
 DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
 DROP FUNCTION IF EXISTS sqlfence.guard_statements(oid, text, text, boolean);
 DROP FUNCTION IF EXISTS sqlfence.guard_reject(text, name, name, boolean);
 DROP FUNCTION IF EXISTS sqlfence.override(text);
 DROP FUNCTION IF EXISTS sqlfence.active_override();
+DROP FUNCTION IF EXISTS sqlfence.guard_stale(text, name, name);
+DROP FUNCTION IF EXISTS sqlfence.catalog_changed();
+DROP SEQUENCE IF EXISTS sqlfence.catalog_version;
 `
 
 const guardDropLogSQL = `DROP TABLE IF EXISTS sqlfence.override_log;
