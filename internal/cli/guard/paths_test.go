@@ -511,9 +511,11 @@ func TestGuardOtherRole(t *testing.T) {
 }
 
 // TestGuardAfterSnapshot: with resolve: catalog the driver judges functions, triggers
-// and rules from the catalog it read at connect; a function replaced and a trigger
-// created behind its back afterwards are the guard's, and an unlisted function the
-// driver refuses gets past it only in shadow mode, where the guard rejects it.
+// and rules from the catalog it read; a function replaced and a trigger created
+// behind its back afterwards meet the guard on their first statement (SF001), which
+// makes the connector read the catalog again, so the statements after it are the
+// driver's refusals; an unlisted function the driver refuses gets past it only in
+// shadow mode, where the guard rejects it.
 func TestGuardAfterSnapshot(t *testing.T) {
 	t.Parallel()
 	db, raw := pathsFixture(t, pathsPolicy+"resolve: catalog\n")
@@ -541,6 +543,7 @@ func TestGuardAfterSnapshot(t *testing.T) {
 	}
 	defer sdb.Close()
 	before := protectedRows(t, raw)
+	first := true
 	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
 		for _, w := range []struct {
 			db         *sql.DB
@@ -552,7 +555,14 @@ func TestGuardAfterSnapshot(t *testing.T) {
 		} {
 			_, err := w.db.ExecContext(c, w.stmt)
 			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "SF001" || !strings.Contains(pe.Message, w.want) {
+			guarded := errors.As(err, &pe) && pe.Code == "SF001" && strings.Contains(pe.Message, w.want)
+			if w.db == db && !first && errors.Is(err, sqlfence.ErrRefused) {
+				continue // the driver, after the guard's first word
+			}
+			if w.db == db {
+				first = false
+			}
+			if !guarded {
 				t.Errorf("%s: %v, want the guard's SF001 saying %q", w.stmt, err, w.want)
 			}
 		}

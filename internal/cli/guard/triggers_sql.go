@@ -178,21 +178,21 @@ DECLARE
     ctx pg_catalog.text;
 BEGIN
     -- One expression: plpgsql prepares each expression once per transaction, and
-    -- with autocommit that is once per statement.
+    -- with autocommit that is once per statement. The marker names what the driver
+    -- fenced and ends, from a connector under resolve: catalog, with "@N": the catalog
+    -- version the statement was decided on, which must still be the current one —
+    -- DDL since may change what the statement writes (sqlfence.catalog_version).
     GET DIAGNOSTICS ctx = PG_CONTEXT;
     IF pg_catalog.starts_with(pg_catalog.current_query(), {{prefix}})
        AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
        AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
        AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
        AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
-           pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' ')) THEN
-        -- The catalog version the driver decided the statement on (the marker's last
-        -- word, @N; none under resolve: none) must still be the current one.
-        IF pg_catalog.split_part(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' @', 2)
-           OPERATOR(pg_catalog.=) ANY (ARRAY['', pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text]) THEN
-            RETURN NULL;
-        END IF;
-        PERFORM sqlfence.guard_stale(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+           pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' '))
+       AND (pg_catalog.strpos(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' @') OPERATOR(pg_catalog.=) 0
+            OR pg_catalog.split_part(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' @', 2)
+               OPERATOR(pg_catalog.=) pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text) THEN
+        RETURN NULL;
     END IF;
     PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.>) 0);
@@ -225,6 +225,11 @@ BEGIN
             RAISE NOTICE 'sqlfence guard: % on % allowed by the override, and logged: %', op, rel, reason;
             RETURN;
         END IF;
+    END IF;
+    -- A statement the driver fenced on a catalog version DDL has moved on since.
+    IF driver AND pg_trigger_depth() = 1 AND NOT nested AND starts_with(q, {{prefix}})
+       AND split_part(split_part(substr(q, {{prefixlen}} + 1), '*/', 1), ' @', 2) NOT IN ('', pg_sequence_last_value('sqlfence.catalog_version'::regclass)::text) THEN
+        PERFORM sqlfence.guard_stale(op, tschema, tname);
     END IF;
     IF NOT driver THEN
         why := 'the session did not come through the sqlfence driver';
