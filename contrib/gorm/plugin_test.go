@@ -43,7 +43,7 @@ func (ReadOnlyItem) TableName() string { return "inventory" }
 const (
 	schema = `CREATE TABLE inventory (sku text PRIMARY KEY, quantity int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
 		INSERT INTO inventory (sku, quantity, writer_epoch) VALUES ('a', 10, 5), ('b', 20, 5)`
-	policyText = "version: 1\nmode: strict\ntables: [inventory]\n"
+	policyText = "version: 1\ncatalog_refresh: 1h\nmode: strict\ntables: [inventory]\n"
 	state      = `SELECT string_agg(sku || ':' || quantity || ':' || writer_epoch, ' ' ORDER BY sku) FROM inventory`
 	seeded     = "a:10:5 b:20:5"
 )

@@ -189,8 +189,8 @@ BEGIN
        AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
        AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
            pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' '))
-       AND (pg_catalog.strpos(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' @') OPERATOR(pg_catalog.=) 0
-            OR pg_catalog.split_part(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' @', 2)
+       AND (pg_catalog.strpos(pg_catalog.split_part(pg_catalog.current_query(), '*/', 1), ' @') OPERATOR(pg_catalog.=) 0
+            OR pg_catalog.split_part(pg_catalog.split_part(pg_catalog.current_query(), '*/', 1), ' @', 2)
                OPERATOR(pg_catalog.=) pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text) THEN
         RETURN NULL;
     END IF;
