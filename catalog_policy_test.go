@@ -5,10 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
 )
@@ -145,4 +150,46 @@ func queryFunc(conn *sql.Conn) func(ctx context.Context, query string, args ...a
 		}
 		return out, rows.Err()
 	}
+}
+
+// TestPolicyMismatchShadow: shadow mode reports and never enforces: a policy that
+// does not match the database is logged once, and statements run as written.
+func TestPolicyMismatchShadow(t *testing.T) {
+	t.Parallel()
+	dsn, _ := newRawDB(t, `CREATE TABLE inventory (sku text PRIMARY KEY, quantity int, writer_epoch bigint NOT NULL DEFAULT 0);
+		INSERT INTO inventory VALUES ('a', 1, 0);`)
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventroy]\nenforce: shadow\n"), "shadow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf lockedBuffer
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), p, sqlfence.WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))))
+	defer db.Close()
+	if _, err := run(db, 0, "UPDATE inventory SET quantity = 2"); err != nil {
+		t.Fatalf("shadow mode: %v, want it to run", err)
+	}
+	if !strings.Contains(buf.String(), "would refuse every statement") || !strings.Contains(buf.String(), "SF520") {
+		t.Fatalf("log: %s", buf.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

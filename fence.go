@@ -175,6 +175,16 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 	f.stale.Store(false)
 	start := time.Now().UnixNano()
 	p, err := engine.Resolve(ctx, q, f.base)
+	var ce *engine.CatalogError
+	if err != nil && f.base.Enforce == engine.EnforceShadow && errors.As(err, &ce) {
+		// Shadow mode reports and never enforces: it says once what enforce: on would
+		// refuse every statement for, and decides by the policy's names alone.
+		f.cfg.logger.Warn("sqlfence shadow: would refuse every statement: "+ce.Error(), "code", ce.Problems[0].Code)
+		f.resolved = true
+		f.ready.Store(true)
+		f.readAt.Store(start)
+		return nil
+	}
 	if err != nil {
 		f.stale.Store(true)
 		return catalogError(err)
