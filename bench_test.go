@@ -276,6 +276,7 @@ func BenchmarkWrapper(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.ResolveCatalog = false // nopdriver has no catalog
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
 	args := []driver.NamedValue{{Ordinal: 1, Value: "a"}, {Ordinal: 2, Value: int64(1)}}
 	connector := func(inner string) driver.Connector {
@@ -406,6 +407,7 @@ func BenchmarkDistinctStatements(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.ResolveCatalog = false // nopdriver has no catalog
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
 	const statements = 20_000
 	var ids strings.Builder
