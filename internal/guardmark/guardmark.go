@@ -22,6 +22,9 @@ const Prefix = "/*sqlfence fenced: "
 // the driver did not fence could pass the guard as one it did.
 const Forged = "/*sqlfence fenced"
 
+// VersionMark starts the marker's first word when it carries a catalog version.
+const VersionMark = "@"
+
 // Name encodes a relation's name (unquoted, as the catalog stores it) for the marker:
 // a name of ASCII letters, digits and _ stays as it is, any other becomes % and the
 // hex of its UTF-8 bytes, so that no name can end the comment or read as two names.
@@ -46,12 +49,18 @@ func NameSQL(expr string) string {
 func Comment(names []string) string { return CommentAt(names, 0) }
 
 // CommentAt is Comment with the catalog version the statement was decided on,
-// written as the last word "@N" (a name with "@" is written in hex, so the two
-// never meet): the guard refuses the statement once DDL has moved the version on.
-// version 0 (resolve: none, or no catalog version installed) writes none.
+// written as the first word "@N" (a name with "@" is written in hex, so the two
+// never meet; first, so that the guard compares it with one starts_with): the guard
+// refuses the statement once DDL has moved the version on. version 0 (resolve:
+// none, or no catalog version installed) writes none.
 func CommentAt(names []string, version int64) string {
 	var b strings.Builder
 	b.WriteString(Prefix)
+	if version > 0 {
+		b.WriteString(VersionMark)
+		b.WriteString(strconv.FormatInt(version, 10))
+		b.WriteByte(' ')
+	}
 	seen := make([]string, 0, len(names))
 	for _, n := range names {
 		if n = Name(n); !slices.Contains(seen, n) {
@@ -61,10 +70,6 @@ func CommentAt(names []string, version int64) string {
 			seen = append(seen, n)
 			b.WriteString(n)
 		}
-	}
-	if version > 0 {
-		b.WriteString(" @")
-		b.WriteString(strconv.FormatInt(version, 10))
 	}
 	b.WriteString("*/ ")
 	return b.String()

@@ -22,6 +22,7 @@ var guardSetupSQL = strings.NewReplacer(
 	"{{childmark}}", guardmark.NameSQL("c.relname"),
 	"{{prefix}}", sqlident.Literal(guardmark.Prefix),
 	"{{prefixlen}}", strconv.Itoa(len(guardmark.Prefix)),
+	"{{versionprefix}}", sqlident.Literal(guardmark.Prefix+guardmark.VersionMark),
 	"{{versionlock}}", strconv.Itoa(pgcatalog.VersionLock),
 ).Replace(guardSetupTemplate)
 
@@ -119,7 +120,7 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'SF005',
         MESSAGE = format('sqlfence guard: %s on %I.%I rejected: the catalog changed since the sqlfence driver decided the statement (catalog version %s, now %s)',
             op, tschema, tname,
-            split_part(split_part(substr(current_query(), {{prefixlen}} + 1), '*/', 1), ' @', 2),
+            substr(split_part(substr(current_query(), {{prefixlen}} + 1), ' ', 1), 2),
             pg_sequence_last_value('sqlfence.catalog_version'::regclass)),
         DETAIL = 'DDL made since (a trigger, rule, partition, view, foreign key or function) may change what the statement writes; the driver decided it without seeing that DDL.',
         HINT = 'Nothing was written. The driver reads the catalog again before its next statement: retry the statement (inside a transaction, roll back and retry the transaction).';
@@ -179,9 +180,9 @@ DECLARE
 BEGIN
     -- One expression: plpgsql prepares each expression once per transaction, and
     -- with autocommit that is once per statement. The marker names what the driver
-    -- fenced and ends, from a connector under resolve: catalog, with "@N": the catalog
-    -- version the statement was decided on, which must still be the current one —
-    -- DDL since may change what the statement writes (sqlfence.catalog_version).
+    -- fenced and starts, from a connector under resolve: catalog, with "@N": the
+    -- catalog version the statement was decided on, which must still be the current
+    -- one — DDL since may change what the statement writes (sqlfence.catalog_version).
     GET DIAGNOSTICS ctx = PG_CONTEXT;
     IF pg_catalog.starts_with(pg_catalog.current_query(), {{prefix}})
        AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
@@ -189,9 +190,9 @@ BEGIN
        AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
        AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
            pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' '))
-       AND (pg_catalog.strpos(pg_catalog.split_part(pg_catalog.current_query(), '*/', 1), ' @') OPERATOR(pg_catalog.=) 0
-            OR pg_catalog.split_part(pg_catalog.split_part(pg_catalog.current_query(), '*/', 1), ' @', 2)
-               OPERATOR(pg_catalog.=) pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text) THEN
+       AND (NOT pg_catalog.starts_with(pg_catalog.current_query(), {{versionprefix}})
+            OR pg_catalog.starts_with(pg_catalog.current_query(), pg_catalog.textcat(pg_catalog.textcat({{versionprefix}},
+               pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text), ' '))) THEN
         RETURN NULL;
     END IF;
     PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
@@ -227,8 +228,8 @@ BEGIN
         END IF;
     END IF;
     -- A statement the driver fenced on a catalog version DDL has moved on since.
-    IF driver AND pg_trigger_depth() = 1 AND NOT nested AND starts_with(q, {{prefix}})
-       AND split_part(split_part(substr(q, {{prefixlen}} + 1), '*/', 1), ' @', 2) NOT IN ('', pg_sequence_last_value('sqlfence.catalog_version'::regclass)::text) THEN
+    IF driver AND pg_trigger_depth() = 1 AND NOT nested AND starts_with(q, {{versionprefix}})
+       AND NOT starts_with(q, {{versionprefix}} || pg_sequence_last_value('sqlfence.catalog_version'::regclass)::text || ' ') THEN
         PERFORM sqlfence.guard_stale(op, tschema, tname);
     END IF;
     IF NOT driver THEN
