@@ -287,3 +287,42 @@ func TestCatalogVersionMissing(t *testing.T) {
 		t.Fatalf("after the period: %v, want the new trigger's SF502", err)
 	}
 }
+
+// TestCatalogNewTableSameName: a table created by another session under a protected
+// unqualified name, in a schema ahead on the search path: the guard's event trigger
+// guards it at once, the first fenced write to it meets the guard as stale, and the
+// connector then finds the name ambiguous and refuses every statement (SF522).
+func TestCatalogNewTableSameName(t *testing.T) {
+	t.Parallel()
+	const policy = "version: 1\ntables: [inventory, events, ledger]\n"
+	_, raw, dsn := freshFixture(t, policy)
+	rawExec(t, raw, "CREATE SCHEMA app")
+	db, err := sql.Open("sqlfence", withParam(withParam(dsn, "search_path", "app,public"), "sqlfence_policy", writePolicy(t, policy)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := run(db, 7, "UPDATE inventory SET quantity = 12 WHERE sku = 'a'"); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	rawExec(t, raw, `CREATE TABLE app.inventory AS SELECT 'a'::text AS sku, 10 AS quantity, 5::bigint AS writer_epoch;
+		ALTER TABLE app.inventory ALTER writer_epoch SET NOT NULL, ALTER writer_epoch SET DEFAULT 0, ADD PRIMARY KEY (sku);`)
+	for i, tr := range []struct {
+		epoch int64
+		codes []string
+	}{{3, []string{"SF525"}}, {0, []string{"SF522"}}, {9, []string{"SF522"}}} {
+		_, err := run(db, tr.epoch, "UPDATE inventory SET quantity = 0 WHERE sku = 'a'")
+		if !contains(tr.codes, code(err)) {
+			t.Errorf("try %d (epoch %d): %v, want one of %v", i, tr.epoch, err, tr.codes)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var app, pub string
+	if err := raw.QueryRowContext(ctx, `SELECT (SELECT quantity || ':' || writer_epoch FROM app.inventory), (SELECT quantity || ':' || writer_epoch FROM public.inventory)`).Scan(&app, &pub); err != nil {
+		t.Fatal(err)
+	}
+	if app != "10:5" || pub != "12:7" {
+		t.Fatalf("app.inventory %s, public.inventory %s; want 10:5 and 12:7", app, pub)
+	}
+}

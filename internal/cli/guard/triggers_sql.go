@@ -56,6 +56,16 @@ REVOKE ALL ON sqlfence.override_log FROM PUBLIC;
 -- transactional, so every DDL transaction also holds the advisory lock
 -- {{versionlock}} shared until it ends, and a connector takes it exclusively to read
 -- the version: the version it reads never belongs to DDL it cannot see yet.
+-- The policy's unqualified names (install_guard records them): a table created later
+-- under such a name, in any schema, is one the driver fences by name, so the event
+-- trigger guards it too.
+CREATE TABLE IF NOT EXISTS sqlfence.guarded_names (
+    name         text PRIMARY KEY,
+    epoch_column text NOT NULL,
+    guard_insert boolean NOT NULL
+);
+REVOKE ALL ON sqlfence.guarded_names FROM PUBLIC;
+
 CREATE SEQUENCE IF NOT EXISTS sqlfence.catalog_version;
 REVOKE ALL ON SEQUENCE sqlfence.catalog_version FROM PUBLIC;
 GRANT SELECT ON SEQUENCE sqlfence.catalog_version TO PUBLIC;
@@ -94,6 +104,18 @@ BEGIN
             PERFORM sqlfence.guard_statements(r.oid, r.relkind::text, r.mark, r.ins);
             found_one := true;
         END LOOP;
+    END LOOP;
+    -- A table created under one of the policy's unqualified names, in any schema.
+    FOR r IN
+        SELECT DISTINCT c.oid, c.relkind, {{childmark}} AS mark, gn.guard_insert AS ins
+        FROM pg_event_trigger_ddl_commands() d
+        JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass
+        JOIN pg_namespace ns ON ns.oid = c.relnamespace
+        JOIN sqlfence.guarded_names gn ON gn.name = c.relname
+        WHERE c.relkind IN ('r', 'p', 'f') AND ns.nspname NOT LIKE 'pg\_temp\_%' AND ns.nspname <> 'sqlfence'
+          AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard')
+    LOOP
+        PERFORM sqlfence.guard_statements(r.oid, r.relkind::text, r.mark, r.ins);
     END LOOP;
 END
 $fn$;
@@ -356,6 +378,10 @@ BEGIN
         kind := 'parent of a protected table';
         RETURN NEXT;
     END LOOP;
+    IF p_schema IS NULL OR p_schema = '' THEN
+        INSERT INTO sqlfence.guarded_names VALUES (p_name, p_epoch_column, p_guard_insert)
+        ON CONFLICT (name) DO UPDATE SET epoch_column = EXCLUDED.epoch_column, guard_insert = EXCLUDED.guard_insert;
+    END IF;
     IF n = 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'SF004',
             MESSAGE = format('sqlfence guard: the protected table %s does not exist in database %s',
@@ -379,6 +405,7 @@ DROP FUNCTION IF EXISTS sqlfence.active_override();
 DROP FUNCTION IF EXISTS sqlfence.guard_stale(text, name, name);
 DROP FUNCTION IF EXISTS sqlfence.catalog_changed();
 DROP SEQUENCE IF EXISTS sqlfence.catalog_version;
+DROP TABLE IF EXISTS sqlfence.guarded_names;
 `
 
 const guardDropLogSQL = `DROP TABLE IF EXISTS sqlfence.override_log;
