@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // check runs after a fenced write that affected affected rows (engine.Check).
@@ -43,14 +44,14 @@ func (f *enforcer) checkBound(ctx context.Context, q engine.Querier, b *engine.B
 // superseded into ErrFenced (engine.ClaimError). Other errors pass unchanged.
 func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err error) error {
 	if c.Claim == nil {
-		return err
+		return f.guardSaid(c.D, c.Query, err)
 	}
 	return f.claimErrorBound(ctx, connQuerier(q), &c.Bound, err)
 }
 
 // claimErrorBound is claimError for any front.
 func (f *enforcer) claimErrorBound(ctx context.Context, q engine.Querier, b *engine.Bound, err error) error {
-	if b.Claim == nil {
+	if err = f.guardSaid(b.D, b.Query, err); b.Claim == nil {
 		return err
 	}
 	start := time.Now()
@@ -103,4 +104,34 @@ func userValues(args []driver.NamedValue) []any {
 		out[i] = a.Value
 	}
 	return out
+}
+
+// guardSaid reads the guard's answer to a statement the driver sent. SF005: the
+// statement was decided on a catalog version DDL has since moved on, so nothing was
+// written, and it is the retryable SF525 (the catalog is read again before the next
+// statement). SF001: the guard rejected a write the driver let through — a trigger,
+// rule or cascade the snapshot may not show yet — so the catalog is read again too
+// (only the version, when it has one), and the guard's error is returned as is; so
+// is an undefined column or table, which the new read then explains.
+func (f *enforcer) guardSaid(d *engine.Decision, query string, err error) error {
+	var st interface{ SQLState() string }
+	if err == nil || f.stale == nil || !errors.As(err, &st) {
+		return err
+	}
+	switch st.SQLState() {
+	case "SF005":
+		f.stale.Store(true)
+		table := ""
+		if d != nil {
+			table = d.TableNames()
+		}
+		return &Error{Kind: ErrRefused, Code: rulecode.CatalogChanged, Table: table, Statement: query,
+			Reason: "the catalog changed (DDL by another session) after sqlfence decided the statement, and the guard refused it: nothing was written (" + err.Error() + ")",
+			Fix:    "retry the statement, which sqlfence decides again on the catalog as it is now (inside a transaction, roll back and retry the transaction)"}
+	case "SF001", "42703", "42P01":
+		// Also a column or table the statement names that is gone: an epoch column
+		// dropped or renamed, a protected table renamed, by another session.
+		f.stale.Store(true)
+	}
+	return err
 }

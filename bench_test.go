@@ -47,6 +47,7 @@ INSERT INTO bench_plain (id, n) SELECT g, 0 FROM generate_series(1, 64) g;
 // row under the same epoch affects none (by design), which would measure sqlfence's
 // 0-row classification instead of its normal path.
 const benchPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: bench_items
     mode: repeatable
@@ -286,6 +287,7 @@ func BenchmarkWrapper(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.ResolveCatalog = false // nopdriver has no catalog
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
 	args := []driver.NamedValue{{Ordinal: 1, Value: "a"}, {Ordinal: 2, Value: int64(1)}}
 	connector := func(inner string) driver.Connector {
@@ -416,6 +418,7 @@ func BenchmarkDistinctStatements(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.ResolveCatalog = false // nopdriver has no catalog
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
 	const statements = 20_000
 	var ids strings.Builder

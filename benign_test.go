@@ -208,6 +208,7 @@ func benignText(t *testing.T, s *benignStmt) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.ResolveCatalog = false // the recorder has no catalog
 		db := sql.OpenDB(sqlfence.NewConnector(&fullConnector{r: r}, p))
 		db.SetMaxOpenConns(1)
 		t.Cleanup(func() { db.Close() })

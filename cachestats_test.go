@@ -26,6 +26,7 @@ func TestCacheStatsOf(t *testing.T) {
 version: 1
 tables:
   - name: inventory
+resolve: none # nopdriver has no catalog
 `))
 	cn, err := c.Connect(context.Background())
 	if err != nil {

@@ -134,7 +134,7 @@ func (f *snapshotFixture) fencedWrite(t *testing.T, stmt, state, want string) {
 	}
 }
 
-const inventoryPolicy = "version: 1\nresolve: catalog\ntables:\n  - name: inventory\n"
+const inventoryPolicy = "version: 1\ncatalog_refresh: 1h\nresolve: catalog\ntables:\n  - name: inventory\n"
 
 // TestSnapshotFunctions: a call of a VOLATILE user function or a procedure is judged
 // by its body read from the catalog, transitively; STABLE functions and harmless
@@ -199,7 +199,7 @@ func TestSnapshotCascades(t *testing.T) {
 		INSERT INTO warehouse VALUES (1, 'w'); INSERT INTO supplier VALUES (1, 's'); INSERT INTO category VALUES (1, 'c');
 		INSERT INTO inventory VALUES ('a', 10, 5, 1, 1, 1), ('b', 20, 5, 1, 1, 1);
 		INSERT INTO lots VALUES (1, 'a', 5);`,
-		"version: 1\nresolve: catalog\ntables:\n  - name: inventory\n  - name: lots\n")
+		"version: 1\ncatalog_refresh: 1h\nresolve: catalog\ntables:\n  - name: inventory\n  - name: lots\n")
 	inv := `SELECT string_agg(sku || ':' || quantity || ':' || writer_epoch || ':' || coalesce(warehouse, 0) || coalesce(supplier, 0) || coalesce(category, 0), ' ' ORDER BY sku) FROM inventory`
 	states := []string{inv, `SELECT string_agg(id::text, ',') FROM warehouse`, `SELECT string_agg(id::text, ',') FROM supplier`,
 		`SELECT string_agg(id::text, ',') FROM category`, `SELECT string_agg(id || ':' || writer_epoch, ',') FROM lots`}
@@ -247,7 +247,7 @@ func TestSnapshotTriggersAndRules(t *testing.T) {
 		INSERT INTO rack VALUES ('a', 1, 5);
 		CREATE FUNCTION keep_low() RETURNS trigger STABLE LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := 0; RETURN NEW; END $$;
 		CREATE TRIGGER rack_low BEFORE UPDATE ON rack FOR EACH ROW EXECUTE FUNCTION keep_low();`,
-		"version: 1\nresolve: catalog\ntables:\n  - name: inventory\n  - name: stock\n  - name: shelf\n  - name: rack\n")
+		"version: 1\ncatalog_refresh: 1h\nresolve: catalog\ntables:\n  - name: inventory\n  - name: stock\n  - name: shelf\n  - name: rack\n")
 	states := []string{snapshotInventoryState, `SELECT count(*)::text FROM orders`, `SELECT count(*)::text FROM notes`,
 		`SELECT string_agg(sku || ':' || quantity || ':' || writer_epoch, ' ') FROM stock`}
 	f.refused(t, `INSERT INTO orders VALUES (1)`, states, "INSERT of orders", "trigger orders_take", "public.take_stock", "cannot carry the epoch")
@@ -281,7 +281,7 @@ func TestSnapshotViewsAndParents(t *testing.T) {
 		CREATE TABLE items_base (id int, name text);
 		CREATE TABLE items (writer_epoch bigint NOT NULL DEFAULT 0) INHERITS (items_base);
 		INSERT INTO items VALUES (1, 'x', 5);`,
-		"version: 1\nresolve: catalog\ntables:\n  - name: inventory\n  - name: events_2026\n  - name: items\n")
+		"version: 1\ncatalog_refresh: 1h\nresolve: catalog\ntables:\n  - name: inventory\n  - name: events_2026\n  - name: items\n")
 	f.fencedWrite(t, `UPDATE stock_a SET quantity = 0`, snapshotInventoryState, "a:0:7 b:20:5")
 	f.refused(t, `UPDATE stock_a_plain SET quantity = 1`, []string{snapshotInventoryState}, "stock_a_plain")
 	f.fencedWrite(t, `UPDATE events SET note = 'n'`, `SELECT string_agg(id || ':' || note || ':' || writer_epoch, ' ') FROM events`, "1:n:7")
@@ -389,7 +389,7 @@ func TestSnapshotCheckCatalog(t *testing.T) {
 		CREATE TRIGGER orders_take AFTER UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION take_stock();
 		CREATE TABLE notes (id int);
 		CREATE RULE notes_zero AS ON DELETE TO notes DO ALSO DELETE FROM inventory;`)
-	pol, err := sqlfence.ParsePolicy([]byte("version: 1\ntables:\n  - name: inventory\n  - name: lots\n"), "")
+	pol, err := sqlfence.ParsePolicy([]byte("version: 1\ncatalog_refresh: 1h\ntables:\n  - name: inventory\n  - name: lots\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

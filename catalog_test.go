@@ -26,7 +26,7 @@ func TestResolveCatalog(t *testing.T) {
 		CREATE VIEW stock_plain AS SELECT sku, quantity FROM inventory;
 		INSERT INTO events_2026 VALUES (1, '2026-05-01', 5);
 		INSERT INTO inventory VALUES ('a', 1, 5);`)
-	policy := writePolicy(t, "version: 1\nresolve: catalog\ntables:\n  - name: events\n  - name: inventory\n")
+	policy := writePolicy(t, "version: 1\ncatalog_refresh: 1h\nresolve: catalog\ntables:\n  - name: events\n  - name: inventory\n")
 	db, err := sql.Open("sqlfence", withParam(dsn, "sqlfence_policy", policy))
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestResolveCatalogColumnChecks(t *testing.T) {
 		"missing":  "ADD COLUMN writer_epoch bigint NOT NULL DEFAULT 0",
 		"absent":   "does not exist",
 	} {
-		policy := writePolicy(t, "version: 1\nresolve: catalog\ntables:\n  - name: "+table+"\n")
+		policy := writePolicy(t, "version: 1\ncatalog_refresh: 1h\nresolve: catalog\ntables:\n  - name: "+table+"\n")
 		db, err := sql.Open("sqlfence", withParam(dsn, "sqlfence_policy", policy))
 		if err != nil {
 			t.Fatal(err)

@@ -27,9 +27,9 @@ type claimSchemas struct {
 }
 
 // resolve reads, over a connection no statement has run on yet, the schema of each
-// unqualified claim table of p that is not known yet. A table that does not exist yet
-// is tried again at the next connection.
-func (s *claimSchemas) resolve(ctx context.Context, q engine.Querier, p *engine.Policy) error {
+// unqualified claim table of p that is not known yet, and reports whether all are
+// known now. A table that does not exist yet is tried again at the next connection.
+func (s *claimSchemas) resolve(ctx context.Context, q engine.Querier, p *engine.Policy) (known bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range p.Claims {
@@ -38,7 +38,7 @@ func (s *claimSchemas) resolve(ctx context.Context, q engine.Querier, p *engine.
 		}
 		rows, err := q(ctx, claimSchemaSQL, sqlident.Quote(c.Name))
 		if err != nil {
-			return fmt.Errorf("sqlfence: reading the schema of claim table %s: %w", c.QualifiedName, err)
+			return false, fmt.Errorf("sqlfence: reading the schema of claim table %s: %w", c.QualifiedName, err)
 		}
 		if len(rows) == 1 {
 			if ns, ok := rows[0][0].(string); ok && ns != "" {
@@ -49,7 +49,12 @@ func (s *claimSchemas) resolve(ctx context.Context, q engine.Querier, p *engine.
 			}
 		}
 	}
-	return nil
+	for _, c := range p.Claims {
+		if c.Schema == "" && s.schema[c.Name] == "" {
+			return false, nil // not there yet: tried again on the next connection
+		}
+	}
+	return true, nil
 }
 
 // qualify returns the claim the check uses: a qualified claim table as it is; an

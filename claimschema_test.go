@@ -19,7 +19,7 @@ func TestClaimTableSchema(t *testing.T) {
 	setup := schema + `
 UPDATE jobs SET lease_epoch = 9;
 CREATE SCHEMA evil;
-CREATE TABLE evil.jobs (id int, lease_epoch bigint);
+CREATE TABLE evil.jobs (id int, lease_epoch bigint NOT NULL); -- NOT NULL: the catalog check at connect reads every schema's jobs for the unqualified claim entry
 INSERT INTO evil.jobs VALUES (1, 7);
 GRANT USAGE ON SCHEMA evil TO PUBLIC;
 `

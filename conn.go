@@ -54,6 +54,16 @@ func (c *conn) usable(ctx context.Context, query string) error {
 		}
 		return c.broken
 	}
+	// The catalog as it is now, before the statement is decided: read again when the
+	// guard said it changed or catalog_refresh passed (fence.Ready; two atomic loads
+	// otherwise). Not while this connection's own DDL is uncommitted: its own reads
+	// follow it (catalogChanged), and a fresh connection would wait for its lock.
+	// Under resolve: none there is nothing to read again (the connector read the
+	// claim tables' schemas at connect, on pgx), and a fake or go-sqlmock connection
+	// must see only the application's statements.
+	if c.cn != nil && !c.ddlPending && c.cn.base.ResolveCatalog {
+		return c.cn.Ready(ctx, connQuerier(c.inner))
+	}
 	return nil
 }
 
@@ -105,11 +115,12 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	} else {
 		s, err = c.inner.Prepare(send)
 	}
-	if err != nil || d.Act() == engine.ActPass && !c.enf.policy.RereadsCatalog() {
+	if err != nil || d.Act() == engine.ActPass && !c.enf.policy.ResolveCatalog {
 		return s, err
 	}
-	// With a catalog that DDL through the driver can change, every prepared statement
-	// is wrapped, so that it is decided again when the snapshot changes (stmt.bind).
+	// With a catalog that DDL can change (any session's, under resolve: catalog),
+	// every prepared statement is wrapped, so that it is decided again when the
+	// snapshot changes (stmt.bind).
 	return &stmt{inner: s, conn: c, enf: c.enf, d: d, query: query}, nil
 }
 
@@ -267,6 +278,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
 		res, err := execer.ExecContext(ctx, query, c.extended(args))
+		err = c.enf.guardSaid(d, query, err)
 		if err == nil && d.Catalog() != 0 {
 			err = c.catalogChanged(ctx, d.Catalog())
 		}
@@ -305,6 +317,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
 		rows, err := queryer.QueryContext(ctx, query, c.extended(args))
+		err = c.enf.guardSaid(d, query, err)
 		if err == nil && d.Catalog() != 0 {
 			return c.afterRows(ctx, rows, d.Catalog()), nil
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"github.com/sqlfence/sqlfence/internal/front"
 	"io"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
@@ -56,7 +57,9 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 	if err != nil {
 		return nil, err
 	}
-	return &connector{inner: inner, fence: f}, nil
+	c := &connector{inner: inner, fence: f}
+	f.dial = c.dialCatalog
+	return c, nil
 }
 
 // connector is the database/sql front's connector: the inner driver's, each of its
@@ -103,6 +106,21 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	return cn, nil
+}
+
+// dialCatalog opens a connection of the inner connector to read the catalog again
+// on (fence.catchUp), and the function that closes it.
+func (c *connector) dialCatalog(ctx context.Context) (front.Querier, func(), error) {
+	ic, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, ok := ic.(driver.QueryerContext)
+	if !ok {
+		ic.Close()
+		return nil, nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
+	}
+	return queryerQuerier(q), func() { ic.Close() }, nil
 }
 
 func (c *connector) Driver() driver.Driver { return Driver{} }

@@ -117,7 +117,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 func TestConnectorOptions(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\nresolve: none\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -480,7 +480,7 @@ func TestUnfencedAndShadow(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, extra string) string {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("version: 1\ntables:\n  - name: inventory\n"+extra), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte("version: 1\ncatalog_refresh: 1h\ntables:\n  - name: inventory\n"+extra), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -657,10 +657,10 @@ func TestRawConn(t *testing.T) {
 		ctx    context.Context
 		ok     bool
 	}{
-		{"version: 1\ntables: [inventory]\n", ctx, false},
-		{"version: 1\ntables: [inventory]\n", sqlfence.Unfenced(ctx, "test"), false},
-		{"version: 1\ntables: [inventory]\nunfenced: allow\n", ctx, false},
-		{"version: 1\ntables: [inventory]\nunfenced: allow\n", sqlfence.Unfenced(ctx, "test"), true},
+		{"version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n", ctx, false},
+		{"version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n", sqlfence.Unfenced(ctx, "test"), false},
+		{"version: 1\ncatalog_refresh: 1h\ntables: [inventory]\nunfenced: allow\n", ctx, false},
+		{"version: 1\ncatalog_refresh: 1h\ntables: [inventory]\nunfenced: allow\n", sqlfence.Unfenced(ctx, "test"), true},
 	} {
 		f := newFixture(t, writePolicy(t, c.policy))
 		conn, err := f.fenced.Conn(ctx)

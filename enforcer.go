@@ -9,6 +9,7 @@ import (
 	"database/sql/driver"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,12 +31,13 @@ type enforcer struct {
 	shadow    *shadowTally                 // under enforce: shadow, else nil
 	observing bool                         // either is set: call note (observe.go)
 	claims    *claimSchemas                // the connector's (claimschema.go)
+	stale     *atomic.Bool                 // the fence's: read the catalog again (guardSaid)
 	names     sync.Map                     // *engine.Table → its name in events (observe.go)
 }
 
 func newEnforcer(p *engine.Policy, cfg connectorConfig) *enforcer {
 	return &enforcer{eng: engine.New(p, cfg.cacheEntries, cfg.cacheBytes), policy: p, log: cfg.logger,
-		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil, claims: cfg.claims}
+		observer: cfg.observer, shadow: cfg.shadow, observing: cfg.observer != nil || cfg.shadow != nil, claims: cfg.claims, stale: cfg.catalogStale}
 }
 
 // shadowing reports enforce: shadow: statements are sent as written.
@@ -170,6 +172,15 @@ func (f *enforcer) bindCall(ctx context.Context, d *engine.Decision, query strin
 		}
 		return b, s, nil
 	}
+	if e := f.uncheckedCatalog(b.D, query, s.Epoch); e != nil {
+		if f.observing {
+			f.noteError(ctx, e, query, s.Epoch)
+		}
+		if f.shadowing() {
+			return unchanged, s, nil // logged by the shadow tally
+		}
+		return engine.Bound{}, s, e
+	}
 	if f.observing {
 		f.note(ctx, Event{Outcome: OutcomeFence, Table: f.tableName(b.D), Statement: query, Epoch: s.Epoch})
 	}
@@ -249,4 +260,18 @@ func (f *enforcer) rawAllowed(ctx context.Context) error {
 		f.noteLetThrough(ctx, rulecode.RawConnAllowed, "", "")
 	}
 	return nil
+}
+
+// uncheckedCatalog refuses a fenced write where nothing would tell the driver that
+// another session's DDL changed what the write reaches: the database has no catalog
+// version (or the guard is not on a protected relation), and the policy sets no
+// catalog_refresh period.
+func (f *enforcer) uncheckedCatalog(d *engine.Decision, query string, epoch int64) *Error {
+	p := f.policy
+	if !p.ResolveCatalog || p.CatalogMissing == "" || p.CatalogRefresh > 0 {
+		return nil
+	}
+	return &Error{Kind: ErrRefused, Code: rulecode.CatalogNotInstalled, Table: d.TableNames(), Statement: query, Epoch: epoch,
+		Reason: p.CatalogMissing + ", so a trigger, rule, partition, view, foreign key or function another session creates after the connector read the catalog would not be seen before this write",
+		Fix:    "install the catalog version with the guard: sqlfence guard --policy " + p.Source + " --apply --dsn <dsn> (as a superuser); or, where that cannot be done, set catalog_refresh: 1s in the policy to read the catalog again at most that often"}
 }

@@ -14,7 +14,7 @@ import (
 // What `enforce: shadow` would have stopped, by rule code and by statement shape. The
 // inner connector here sends nothing anywhere, so the example runs without a server.
 func ExampleShadowReportOf() {
-	policy, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	policy, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\nresolve: none\n"), "")
 	if err != nil {
 		log.Fatal(err)
 	}

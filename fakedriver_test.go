@@ -424,6 +424,8 @@ func mockPolicy(t *testing.T) *sqlfence.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fakes answer no catalog query: fence by the policy's names alone.
+	p.ResolveCatalog = false
 	return p
 }
 

@@ -10,11 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -50,6 +53,20 @@ type fence struct {
 	// retired holds the counts of the caches the catalog reads replaced, so that
 	// CacheStatsOf's counters only grow.
 	retired CacheStats
+
+	// ready: the first catalog read succeeded (resolved, readable without the lock).
+	// stale: read the catalog again before the next statement — the guard refused a
+	// statement decided on an older catalog version (SF005) or a write the driver let
+	// through (SF001). readAt: when it was last read, for catalog_refresh.
+	ready  atomic.Bool
+	stale  atomic.Bool
+	readAt atomic.Int64
+	// claimsKnown: every unqualified claim table's schema is known (claimschema.go).
+	claimsKnown atomic.Bool
+	// dial opens a fresh connection of the inner connector for reading the catalog
+	// again (the database/sql connector sets it): outside the application's
+	// transaction, whose snapshot may predate the DDL, and free of its aborted state.
+	dial func(ctx context.Context) (front.Querier, func(), error)
 }
 
 var _ front.Fence = (*fence)(nil)
@@ -74,25 +91,85 @@ func newFence(p *Policy, opts []ConnectorOption) (*fence, error) {
 	}
 	cfg.claims = &claimSchemas{}
 	f := &fence{cfg: cfg, base: fp}
-	f.enforcer.Store(newEnforcer(fp, cfg))
+	f.cfg.catalogStale = &f.stale
+	f.enforcer.Store(newEnforcer(fp, f.cfg))
+	if !fp.ResolveCatalog {
+		logUnresolved(cfg.logger, fp.Source)
+	}
 	return f, nil
+}
+
+// logUnresolved says once per connector what resolve: none leaves unseen: it is an
+// explicit choice, and the writes it lets through unfenced must not be a surprise.
+func logUnresolved(l *slog.Logger, source string) {
+	l.Warn("sqlfence: resolve: none: this connector does not read the catalog, so it does not check that the protected tables exist "+
+		"with a bigint NOT NULL epoch column, writes through their partitions, inheritance children, parents and views are sent unfenced, "+
+		"and statements that fire triggers, rules or foreign-key actions, or call functions, that write protected tables are not refused; "+
+		"install the guard (sqlfence guard --apply) to have the database reject those writes, or remove resolve: none from the policy",
+		"policy", source)
 }
 
 // current is the enforcer for the catalog as last read.
 func (f *fence) current() *enforcer { return f.enforcer.Load() }
 
+// Ready reads the catalog before the first statement, and again before a statement
+// when it may have changed: the guard said so (stale), or, where the database has no
+// catalog version, catalog_refresh has passed. Otherwise it costs two atomic loads.
 func (f *fence) Ready(ctx context.Context, q front.Querier) error {
-	// The claim tables' schemas, read on a session no statement has run on yet.
-	if err := f.cfg.claims.resolve(ctx, q, f.base); err != nil {
-		return err
+	// The claim tables' schemas, read on the first session, until every one is known.
+	if !f.claimsKnown.Load() {
+		known, err := f.cfg.claims.resolve(ctx, q, f.base)
+		if err != nil {
+			return err
+		}
+		f.claimsKnown.Store(known)
 	}
-	if !f.base.ResolveCatalog {
+	if !f.base.ResolveCatalog || f.ready.Load() && !f.stale.Load() && !f.due() {
 		return nil
 	}
 	f.resolveMu.Lock()
 	defer f.resolveMu.Unlock()
-	if f.resolved {
-		return nil
+	if !f.resolved {
+		return f.reload(ctx, q)
+	}
+	if !f.stale.Load() && !f.due() {
+		return nil // another connection read it meanwhile
+	}
+	if err := f.catchUp(ctx, q); err != nil {
+		return fmt.Errorf("sqlfence: the catalog may have changed, and reading it again failed, so the statement was not sent: %w", err)
+	}
+	return nil
+}
+
+// due reports whether catalog_refresh asks for a new read: only where the database
+// has no catalog version, so that DDL of other sessions is seen within the period.
+func (f *fence) due() bool {
+	p := f.current().policy
+	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && time.Now().UnixNano()-f.readAt.Load() >= int64(p.CatalogRefresh)
+}
+
+// catchUp reads the catalog again over a fresh connection when the front gives one.
+// With a catalog version, a version that has not moved keeps the snapshot (the
+// guard's SF001 may have had nothing to do with DDL).
+func (f *fence) catchUp(ctx context.Context, q front.Querier) error {
+	if f.dial != nil {
+		dq, done, err := f.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		q = dq
+	}
+	if cur := f.current().policy; cur.CatalogVersion > 0 {
+		f.stale.Store(false)
+		v, err := pgcatalog.Version(ctx, q)
+		if err != nil {
+			f.stale.Store(true)
+			return err
+		}
+		if v.Installed() && v.Version == cur.CatalogVersion {
+			return nil
+		}
 	}
 	return f.reload(ctx, q)
 }
@@ -106,10 +183,25 @@ func (f *fence) refresh(ctx context.Context, q front.Querier) error {
 }
 
 func (f *fence) reload(ctx context.Context, q front.Querier) error {
+	// Cleared first: the guard's word that arrives during the read is kept.
+	f.stale.Store(false)
+	start := time.Now().UnixNano()
 	p, err := engine.Resolve(ctx, q, f.base)
-	if err != nil {
-		return err
+	var ce *engine.CatalogError
+	if err != nil && f.base.Enforce == engine.EnforceShadow && errors.As(err, &ce) {
+		// Shadow mode reports and never enforces: it says once what enforce: on would
+		// refuse every statement for, and decides by the policy's names alone.
+		f.cfg.logger.Warn("sqlfence shadow: would refuse every statement: "+ce.Error(), "code", ce.Problems[0].Code)
+		f.resolved = true
+		f.ready.Store(true)
+		f.readAt.Store(start)
+		return nil
 	}
+	if err != nil {
+		f.stale.Store(true)
+		return catalogError(err)
+	}
+	f.readAt.Store(start)
 	e := newEnforcer(p, f.cfg)
 	if old := f.enforcer.Swap(e); old != nil {
 		st := old.eng.Stats()
@@ -118,6 +210,7 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 		f.retired.Evictions += st.Evictions
 	}
 	f.resolved = true
+	f.ready.Store(true)
 	return nil
 }
 
@@ -193,3 +286,15 @@ func (f *fence) Changed(ctx context.Context, q front.Querier, eff engine.Catalog
 func (f *fence) Raw(ctx context.Context) error { return f.current().rawAllowed(ctx) }
 
 func (f *fence) Log() *slog.Logger { return f.cfg.logger }
+
+// catalogError is Resolve's error as the connector returns it for every statement:
+// a policy that does not match the database is ErrRefused (nothing is sent), with
+// the first problem's code and table and every problem in the reason.
+func catalogError(err error) error {
+	var ce *engine.CatalogError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+		return err
+	}
+	first := ce.Problems[0]
+	return &Error{Kind: ErrRefused, Code: first.Code, Table: first.Table, Reason: strings.TrimPrefix(ce.Error(), "sqlfence: ")}
+}

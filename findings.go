@@ -5,12 +5,15 @@ package sqlfence
 
 import (
 	"context"
+	"errors"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
-// CheckCatalog reads the catalog as resolve: catalog does and returns what in it
-// makes the driver refuse writes whose text does not show why: foreign keys whose
+// CheckCatalog reads the catalog as resolve: catalog does and returns, first, how
+// the policy does not match the database (a missing table, a missing or nullable
+// epoch column, an ambiguous name: the connector then refuses every statement), or
+// else what in the catalog makes the driver refuse writes whose text does not show why: foreign keys whose
 // actions cascade into protected tables, triggers and rules whose code writes
 // protected tables (or cannot be read), and triggers and rules on protected tables
 // that can change or redirect their rows. query runs one query with positional
@@ -22,13 +25,23 @@ func (p *Policy) CheckCatalog(ctx context.Context, query func(ctx context.Contex
 		return nil, err
 	}
 	r, err := engine.Resolve(ctx, query, c)
+	var ce *engine.CatalogError
+	if errors.As(err, &ce) {
+		// The policy does not match the database: these are the findings, with the
+		// codes the connector would refuse every statement with.
+		out := make([]CatalogFinding, len(ce.Problems))
+		for i, p := range ce.Problems {
+			out[i] = CatalogFinding{Relation: p.Table, Kind: "policy", Line: p.Line, Code: p.Code, Message: p.Message}
+		}
+		return out, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	fs := r.Findings()
 	out := make([]CatalogFinding, len(fs))
 	for i, f := range fs {
-		out[i] = CatalogFinding(f)
+		out[i] = CatalogFinding{Relation: f.Relation, Kind: f.Kind, Name: f.Name, Events: f.Events, Code: f.Code, Message: f.Message}
 	}
 	return out, nil
 }
@@ -39,9 +52,10 @@ func (p *Policy) CheckCatalog(ctx context.Context, query func(ctx context.Contex
 // can change or redirect its rows.
 type CatalogFinding struct {
 	Relation string // the relation whose writes are refused, schema-qualified
-	Kind     string // "foreign key", "trigger" or "rule"
+	Kind     string // "foreign key", "trigger", "rule", or "policy" (the policy does not match the database)
 	Name     string // the constraint, trigger or rule
 	Events   string // the writes refused: "INSERT, UPDATE", …
-	Code     string // the rule code of the refusal (SF501 foreign key, SF502 trigger, SF503 rule)
+	Line     int    // for a "policy" finding, the policy's line
+	Code     string // the rule code of the refusal (SF501 foreign key, SF502 trigger, SF503 rule, SF52x policy)
 	Message  string // why, and what to do
 }

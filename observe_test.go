@@ -63,7 +63,7 @@ func openObserved(t *testing.T, policy string, opts ...sqlfence.ConnectorOption)
 	return db, raw, c
 }
 
-const observedPolicy = "version: 1\ntables: [inventory]\n"
+const observedPolicy = "version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n"
 
 // TestObserver: every decision and every check of a fenced write reaches the observer,
 // against PostgreSQL, with the rule code, the table, the epoch and the check's latency.
@@ -212,7 +212,7 @@ func TestShadowReport(t *testing.T) {
 // TestShadowShapesBounded: a program that builds a new statement per call cannot grow
 // the shadow tally: past 200 shapes, executions are counted as other shapes.
 func TestShadowShapesBounded(t *testing.T) {
-	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\nresolve: none\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestObserverSessionSettings(t *testing.T) {
 // TestShadowConcurrent: the tally counts every statement when connections run at once,
 // and summaries are logged while they do (run it with -race).
 func TestShadowConcurrent(t *testing.T) {
-	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\n"), "")
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nenforce: shadow\nresolve: none\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

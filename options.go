@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,9 @@ type connectorConfig struct {
 	shadowEvery  time.Duration
 	shadow       *shadowTally  // under enforce: shadow; kept across catalog reloads
 	claims       *claimSchemas // the claim tables' schemas, kept across catalog reloads
+	// catalogStale is the fence's stale flag: the enforcers set it when the guard
+	// says the catalog changed (guardSaid).
+	catalogStale *atomic.Bool
 }
 
 // WithLogger sends every line the connector logs (shadow mode's new failing shapes and

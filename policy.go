@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
@@ -121,7 +122,13 @@ type Policy struct {
 	// children, parents and views of protected tables too, check every epoch column
 	// is bigint NOT NULL, and judge what the text does not show: user functions by
 	// their bodies, triggers, rules and foreign-key actions.
+	// It is the default; resolve: none turns it off (unit tests over fakes, roles
+	// that cannot read the catalog), and each connector then logs what it does not see.
 	ResolveCatalog bool
+	// CatalogRefresh (catalog_refresh:) is how often the catalog is read again when
+	// the database has no catalog version (sqlfence install): the window in which DDL
+	// made outside the driver is not seen. 0: such a connector refuses writes.
+	CatalogRefresh time.Duration
 
 	// parsed: the policy came from ParsePolicy (or LoadPolicy), whose checks a
 	// struct literal skips; only such a policy can fence a connector.
@@ -195,7 +202,7 @@ func (p *Policy) compile() (*engine.Policy, error) {
 		return nil, bad("no protected tables")
 	}
 	c := &engine.Policy{Source: p.Source, EpochColumn: p.EpochColumn, Mode: engine.Mode(p.Mode), Stale: engine.Stale(p.Stale),
-		AllowUnfenced: p.AllowUnfenced, Enforce: engine.Enforcement(p.Enforce), AllowDDL: p.AllowDDL, ResolveCatalog: p.ResolveCatalog,
+		AllowUnfenced: p.AllowUnfenced, Enforce: engine.Enforcement(p.Enforce), AllowDDL: p.AllowDDL, ResolveCatalog: p.ResolveCatalog, CatalogRefresh: p.CatalogRefresh,
 		Tables: engineTables(p.Tables), Functions: engineNames(p.Functions), SafeFunctions: engineNames(p.SafeFunctions)}
 	seen := make(map[engine.QualifiedName]bool, len(c.Tables))
 	for i := range c.Tables {

@@ -182,7 +182,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"version 2 wins over unknown keys", "version: 2\ntables: [a]\nnew_key: x\n", []string{"line 1: unsupported version 2"}},
 		{"version as string", "version: \"1\"\ntables: [a]\n", []string{`line 1: unsupported version "1"`}},
 		{"version 1.0", "version: 1.0\ntables: [a]\n", []string{"line 1: unsupported version 1.0"}},
-		{"unknown top-level key", v1 + "tables: [a]\nmdoe: strict\n", []string{`line 3: unknown key "mdoe" at top level (known: version, epoch_column, mode, stale, tables, unfenced, enforce, functions, safe_functions, claims, resolve, ddl)`}},
+		{"unknown top-level key", v1 + "tables: [a]\nmdoe: strict\n", []string{`line 3: unknown key "mdoe" at top level (known: version, epoch_column, mode, stale, tables, unfenced, enforce, functions, safe_functions, claims, resolve, ddl, catalog_refresh)`}},
 		{"unknown table key", v1 + "tables:\n  - name: a\n    mdoe: strict\n", []string{`line 4: unknown key "mdoe" in table entry (known: name, epoch_column, mode, stale)`}},
 		{"duplicate top-level key", v1 + "tables: [a]\nmode: strict\nmode: repeatable\n", []string{`line 4: key "mode" given twice at top level (lines 3 and 4)`}},
 		{"duplicate table key", v1 + "tables:\n  - name: a\n    name: b\n", []string{`line 4: key "name" given twice in table entry (lines 3 and 4)`}},

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 	"go.yaml.in/yaml/v3"
@@ -60,7 +61,7 @@ var yamlParserProblems = []string{
 }
 
 var (
-	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "stale", "tables", "unfenced", "enforce", "functions", "safe_functions", "claims", "resolve", "ddl"}
+	policyTopLevelKeys = []string{"version", "epoch_column", "mode", "stale", "tables", "unfenced", "enforce", "functions", "safe_functions", "claims", "resolve", "ddl", "catalog_refresh"}
 	policyTableKeys    = []string{"name", "epoch_column", "mode", "stale"}
 	policyClaimKeys    = []string{"table", "epoch_column", "status_column"}
 )
@@ -140,6 +141,9 @@ func (p *policyParser) settings(keys policyMapping) (*Policy, error) {
 		Mode:        ModeStrict,
 		Enforce:     EnforceOn,
 	}
+	// resolve: catalog is the default: a policy that names a table the database does
+	// not have, or leaves its partitions, views and triggers unread, fails open.
+	pol.ResolveCatalog = true
 	var err error
 	if n, ok := keys.get("epoch_column"); ok {
 		if pol.EpochColumn, err = p.column(n); err != nil {
@@ -177,6 +181,14 @@ func (p *policyParser) settings(keys policyMapping) (*Policy, error) {
 			*c.set = s == c.yes
 		} else if s == c.yes {
 			pol.Enforce = EnforceShadow
+		}
+	}
+	if n, ok := keys.get("catalog_refresh"); ok {
+		if pol.CatalogRefresh, err = p.refresh(n); err != nil {
+			return nil, err
+		}
+		if !pol.ResolveCatalog {
+			return nil, p.errorf(n.Line, "catalog_refresh needs resolve: catalog (with resolve: none no catalog is read)")
 		}
 	}
 	return pol, nil
@@ -390,6 +402,21 @@ func (p *policyParser) choice(n *yaml.Node, key string, allowed ...string) (stri
 		}
 	}
 	return "", p.errorf(n.Line, "%s must be one of %s; got %s", key, strings.Join(allowed, ", "), describeNode(n))
+}
+
+// refresh reads catalog_refresh: a Go duration from 100ms to 1h, the longest a
+// catalog change made outside the driver goes unseen when the catalog version is not
+// installed (fence_version.go).
+func (p *policyParser) refresh(n *yaml.Node) (time.Duration, error) {
+	s, err := p.scalar(n, "catalog_refresh")
+	if err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 100*time.Millisecond || d > time.Hour {
+		return 0, p.errorf(n.Line, "catalog_refresh must be a duration from 100ms to 1h, such as 1s; got %q", s)
+	}
+	return d, nil
 }
 
 func (p *policyParser) column(n *yaml.Node) (string, error) {

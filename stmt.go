@@ -48,6 +48,14 @@ func (s *stmt) bind(ctx context.Context, args []driver.NamedValue) (call, error)
 		if s.conn.enf.shadowing() {
 			d = engine.Pass // as PrepareContext: shadow mode sends the text unchanged
 		}
+		if d.Act() == s.d.Act() && d.Act() == engine.ActRewrite && d.SQL() != s.d.SQL() && d.EpochParam() == s.d.EpochParam() {
+			// The same fence on a newer catalog (the marker's catalog version moved):
+			// prepare the new text in place of the old, which the guard would refuse.
+			if err := s.reprepare(ctx, d.SQL()); err != nil {
+				return call{}, err
+			}
+			s.d = d
+		}
 		if d.Act() != s.d.Act() || d.SQL() != s.d.SQL() {
 			epoch, _ := EpochFrom(ctx)
 			e := d.Refusal()
@@ -180,4 +188,23 @@ func values(args []driver.NamedValue) []driver.Value {
 		out[i] = a.Value
 	}
 	return out
+}
+
+// reprepare replaces the inner prepared statement with one of send.
+func (s *stmt) reprepare(ctx context.Context, send string) error {
+	var (
+		ns  driver.Stmt
+		err error
+	)
+	if p, ok := s.conn.inner.(driver.ConnPrepareContext); ok {
+		ns, err = p.PrepareContext(ctx, send)
+	} else {
+		ns, err = s.conn.inner.Prepare(send)
+	}
+	if err != nil {
+		return err
+	}
+	s.inner.Close()
+	s.inner = ns
+	return nil
 }

@@ -22,6 +22,7 @@ INSERT INTO "Odd"."Stock Levels" VALUES ('a', 12);
 `
 
 const earlyPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
   - name: '"Odd"."Stock Levels"'

@@ -14,7 +14,7 @@ import (
 // handler), no match is an ordinary result. Judged on the data.
 func TestUpsertClassification(t *testing.T) {
 	t.Parallel()
-	const policy = "version: 1\nmode: strict\ntables:\n  - inventory\n  - stock\n  - name: billing.invoices\n    mode: repeatable\n"
+	const policy = "version: 1\ncatalog_refresh: 1h\nmode: strict\ntables:\n  - inventory\n  - stock\n  - name: billing.invoices\n    mode: repeatable\n"
 	const stock = `CREATE TABLE stock (site text, sku text, qty int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0, PRIMARY KEY (site, sku));
 		INSERT INTO stock VALUES ('s1', 'a', 1, 5), ('s1', 'b', 2, 9), ('s2', 'a', 3, 5)`
 	const stockState = `SELECT string_agg(site || '/' || sku || ':' || qty || ':' || writer_epoch, ' ' ORDER BY site, sku) FROM stock`

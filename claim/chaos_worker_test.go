@@ -93,6 +93,7 @@ func chaosWorker(name string) int {
 // chaosPolicy protects the stock and the record of what each job did; the jobs
 // table is the arbiter.
 const chaosPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
   - name: transfers

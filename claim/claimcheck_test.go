@@ -21,7 +21,7 @@ import (
 // fencedWith opens the env's database through sqlfence under another policy.
 func (e *env) fencedWith(t testing.TB, policy string) *sql.DB {
 	t.Helper()
-	pol, err := sqlfence.ParsePolicy([]byte(policy), "claimcheck_test")
+	pol, err := sqlfence.ParsePolicy([]byte(existingClaims(t, e.raw, policy)), "claimcheck_test")
 	if err != nil {
 		t.Fatal(err)
 	}

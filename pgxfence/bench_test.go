@@ -30,7 +30,7 @@ const (
 	benchSchema = `CREATE TABLE bench_items (id int PRIMARY KEY, quantity int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
 INSERT INTO bench_items (id, quantity) SELECT g, 0 FROM generate_series(1, 128) g;`
 	// Repeatable: a worker writes its row again and again under one epoch.
-	benchPolicy = "version: 1\ntables:\n  - name: bench_items\n    mode: repeatable\n"
+	benchPolicy = "version: 1\ncatalog_refresh: 1h\ntables:\n  - name: bench_items\n    mode: repeatable\n"
 	benchUpdate = `UPDATE bench_items SET quantity = quantity + $2 WHERE id = $1`
 	benchEpoch  = 7
 )

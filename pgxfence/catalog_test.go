@@ -17,7 +17,7 @@ import (
 // protected table is fenced as a write to the table, and DDL through the front
 // (ddl: allow) reads it again.
 func TestResolveCatalog(t *testing.T) {
-	p := policy(t, "version: 1\nresolve: catalog\nddl: allow\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
+	p := policy(t, "version: 1\nresolve: catalog\ncatalog_refresh: 1h\nddl: allow\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
 	for _, fr := range fronts[:2] {
 		t.Run(fr.name, func(t *testing.T) {
 			t.Parallel()
@@ -75,7 +75,7 @@ func TestObserverAndShadow(t *testing.T) {
 		t.Fatalf("observer heard %q", got)
 	}
 
-	shadow := policy(t, "version: 1\nenforce: shadow\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
+	shadow := policy(t, "version: 1\nresolve: none\nenforce: shadow\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
 	s := f.conn(t, shadow, pgx.QueryExecModeCacheStatement)
 	f.tr.take()
 	if _, err := s.Exec(ctx, `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`); err != nil {

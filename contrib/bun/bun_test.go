@@ -67,7 +67,7 @@ func open(t *testing.T, opts ...bun.DBOption) (*bun.DB, *sql.DB) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "sqlfence.yaml")
-	if err := os.WriteFile(path, []byte("version: 1\nmode: strict\ntables: [inventory]\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("version: 1\ncatalog_refresh: 1h\nmode: strict\ntables: [inventory]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sep := "?"

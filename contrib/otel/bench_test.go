@@ -20,7 +20,7 @@ import (
 //
 //	go test -run '^$' -bench Observer -count 6 ./contrib/otel
 func BenchmarkObserver(b *testing.B) {
-	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\n"), "")
+	p, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nresolve: none\n"), "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	policy, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\n"), "")
+	policy, err := sqlfence.ParsePolicy([]byte("version: 1\ntables: [inventory]\nresolve: none\n"), "")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func (d *database) state(t *testing.T) string {
 	return s
 }
 
-const policy = "version: 1\ntables: [inventory]\n"
+const policy = "version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n"
 
 // handler runs the statements of a job handler through db, in one span named
 // "handler": a read, a write (epoch 7), a superseded write (epoch 3), a write without

@@ -24,6 +24,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const policyYAML = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
 `

@@ -33,7 +33,7 @@ func TestLibPQ(t *testing.T) {
 	if _, err := raw.Exec(schema); err != nil {
 		t.Fatal(err)
 	}
-	policy, err := sqlfence.ParsePolicy([]byte("version: 1\nmode: strict\ntables: [inventory]\n"), "")
+	policy, err := sqlfence.ParsePolicy([]byte("version: 1\ncatalog_refresh: 1h\nmode: strict\ntables: [inventory]\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // own tables are not protected: River's statements pass through sqlfence
 // unchanged, judged by its allowlist.
 const testPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
 claims:

@@ -70,16 +70,35 @@ func New(policy *sqlfence.Policy, opts ...Option) (*sql.DB, *Mock, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db := sql.OpenDB(sqlfence.NewConnector(c, policy, cfg.connOpts...))
+	db := sql.OpenDB(sqlfence.NewConnector(c, withoutCatalog(policy), cfg.connOpts...))
 	return db, &Mock{Sqlmock: mock, policy: policy}, nil
+}
+
+// withoutCatalog is policy with resolve: none. A mock has no catalog: under
+// resolve: catalog (the default) the connector's first connection would send the
+// catalog queries, which no test expects, and answering them with made-up rows
+// would test a database that does not exist. So the mock fences by the policy's
+// names alone, as resolve: none does: what the catalog adds (partitions, views,
+// triggers, the epoch column's existence) is for the tests against PostgreSQL.
+// The connector logs this once, as it does for every resolve: none policy.
+func withoutCatalog(policy *sqlfence.Policy) *sqlfence.Policy {
+	if policy == nil {
+		return nil // NewConnector panics on it, as documented
+	}
+	p := *policy // NewConnector takes its own checked copy; the caller's is not changed
+	p.ResolveCatalog, p.CatalogRefresh = false, 0
+	return &p
 }
 
 // NewConnector returns a driver.Connector whose connections are a new go-sqlmock
 // connection, and its mock, for tests that make the sqlfence connector themselves:
 //
 //	c, mock, err := sqlfencemock.NewConnector()
-//	db := sql.OpenDB(sqlfence.NewConnector(c, policy))
+//	db := sql.OpenDB(sqlfence.NewConnector(c, policy)) // policy with resolve: none
 //
+// The policy needs resolve: none: a mock cannot answer the catalog queries that
+// resolve: catalog, the default, sends at the first connection (New sets it on its
+// copy of the policy).
 // Every connection the connector opens is the same mock connection, as with
 // sqlmock.New. The mock matches SQL exactly (sqlmock.QueryMatcherEqual).
 func NewConnector() (driver.Connector, sqlmock.Sqlmock, error) {

@@ -46,7 +46,7 @@ func open(t *testing.T) (dsn, policyPath string, raw *sql.DB) {
 		t.Fatal(err)
 	}
 	policyPath = filepath.Join(t.TempDir(), "sqlfence.yaml")
-	if err := os.WriteFile(policyPath, []byte("version: 1\ntables: [inventory]\n"), 0o644); err != nil {
+	if err := os.WriteFile(policyPath, []byte("version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dsn, policyPath, raw

@@ -235,7 +235,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
 		return &Decision{act: ActPass, minServer: need, minWhat: needWhat}, nil
 	}
-	out := guardMarker(r.tables) + applyEdits(sql, r.toks, r.edits)
+	out := guardMarker(r.tables, policy.CatalogVersion) + applyEdits(sql, r.toks, r.edits)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil
@@ -252,7 +252,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 // relations the statement fences, so that the guard's statement trigger lets exactly
 // those writes of this statement through. A write to a view fires the trigger of the
 // table under it.
-func guardMarker(tables []*Table) string {
+func guardMarker(tables []*Table, version int64) string {
 	names := make([]string, 0, len(tables)+1)
 	for _, t := range tables {
 		names = append(names, t.Name)
@@ -260,7 +260,7 @@ func guardMarker(tables []*Table) string {
 			names = append(names, t.base)
 		}
 	}
-	return guardmark.Comment(names)
+	return guardmark.CommentAt(names, version)
 }
 
 // parseRefusal is the refusal for a statement the parser rejects. The common cause

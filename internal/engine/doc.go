@@ -12,7 +12,7 @@
 // allowlist (allowlist.go, with functions.go, body.go, settings.go, ddl.go); the writes
 // to protected and claim tables (protected.go); the plan for each write (rewrite.go,
 // rewrite_insert.go, rewrite_merge.go, claimcheck.go) placed by the token editor
-// (edit.go) as the fence's text and nodes (fence.go); the verification of the result
+// (edit.go) as the fence's text and nodes (fencetext.go); the verification of the result
 // (verify.go); and the query that explains a write that affected no rows (zerorows.go,
 // run by a front through explain.go). With resolve: catalog, resolve.go reads the
 // catalog and catalog*.go judge from it.

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"slices"
+	"time"
 
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -71,6 +72,16 @@ type Policy struct {
 	SafeFunctions  []QualifiedName
 	AllowDDL       bool
 	ResolveCatalog bool
+	// CatalogRefresh: how often the catalog is read again where the database has
+	// no catalog version (0: such a connector refuses writes; the root package's fence.go).
+	CatalogRefresh time.Duration
+	// CatalogVersion is the database's catalog version (sqlfence install) read
+	// before the snapshot, 0 without one; fenced texts carry it in the guard's
+	// marker, and the guard refuses them once DDL has moved it on.
+	CatalogVersion int64
+	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
+	// keeps other sessions' DDL from reaching the fence (catalogMissing).
+	CatalogMissing string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.

@@ -6,7 +6,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -27,16 +26,26 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 		seen[t.QualifiedName] = true
 	}
 	protected := map[uint32]*Table{}
-	var problems []string
+	chk := &policyCheck{ctx: ctx, query: query, source: p.Source}
+	// The version first: a snapshot read after it can only be newer (version.go).
+	ver, err := pgcatalog.Version(ctx, query)
+	if err != nil {
+		return nil, chk.readError("reading the catalog version", err)
+	}
 	for i := range p.Tables {
 		t := &p.Tables[i]
 		rels, err := pgcatalog.Relations(ctx, query, t.Schema, t.Name, t.EpochColumn)
 		if err != nil {
-			return nil, fmt.Errorf("sqlfence: resolve: catalog: reading %s: %w", t.QualifiedName, err)
+			return nil, chk.readError("reading "+t.QualifiedName.String(), err)
 		}
 		if len(rels) == 0 {
-			problems = append(problems, fmt.Sprintf("table %s (policy line %d) does not exist in the database", t.QualifiedName, t.Line))
+			if err := chk.missing("table", t.QualifiedName, t.Line); err != nil {
+				return nil, err
+			}
 			continue
+		}
+		if err := chk.ambiguous(t.QualifiedName, t.Line, rels); err != nil {
+			return nil, err
 		}
 		col := sqlident.Quote(t.EpochColumn)
 		for _, r := range rels {
@@ -45,8 +54,7 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 			}
 			rel := QualifiedName{Schema: r.Schema, Name: r.Name}
 			target := sqlident.QuoteQualified(r.Schema, r.Name)
-			switch {
-			case r.EpochType == "" && r.IsView():
+			if r.EpochType == "" && r.IsView() {
 				// A view that does not show the epoch column cannot carry the fence.
 				if !seen[rel] {
 					seen[rel] = true
@@ -54,18 +62,8 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 						unfenceable: "the view " + target + " writes the protected table " + t.QualifiedName.String() + " but has no " + col + " column"})
 				}
 				continue
-			case r.EpochType == "":
-				problems = append(problems, fmt.Sprintf("%s has no epoch column %s: ALTER TABLE %s ADD COLUMN %s bigint NOT NULL DEFAULT 0",
-					target, col, target, col))
-				continue
-			case r.EpochType != "bigint":
-				problems = append(problems, fmt.Sprintf("%s.%s is %s; the epoch column must be bigint: ALTER TABLE %s ALTER COLUMN %s TYPE bigint",
-					target, col, r.EpochType, target, col))
-				continue
-			case !r.IsView() && !r.EpochNotNull:
-				problems = append(problems, fmt.Sprintf("%s.%s is nullable, and a NULL epoch fences every write to its row forever (NULL < $e is never true): "+
-					"UPDATE %s SET %s = 0 WHERE %s IS NULL; ALTER TABLE %s ALTER COLUMN %s SET NOT NULL",
-					target, col, target, col, col, target, col))
+			}
+			if !chk.epochColumn(t.QualifiedName, t.Line, r, t.EpochColumn) {
 				continue
 			}
 			if !seen[rel] && !(t.Schema == "" && rel.Name == t.Name) {
@@ -78,8 +76,28 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 			}
 		}
 	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("sqlfence: policy %s, resolve: catalog:\n  %s", p.Source, strings.Join(problems, "\n  "))
+	for _, c := range p.Claims {
+		rels, err := pgcatalog.Relations(ctx, query, c.Schema, c.Name, c.EpochColumn)
+		if err != nil {
+			return nil, chk.readError("reading the claim table "+c.QualifiedName.String(), err)
+		}
+		if len(rels) == 0 {
+			if err := chk.missing("claim table", c.QualifiedName, c.Line); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := chk.ambiguous(c.QualifiedName, c.Line, rels); err != nil {
+			return nil, err
+		}
+		for _, r := range rels {
+			if r.Depth == 0 && !r.IsView() {
+				chk.epochColumn(c.QualifiedName, c.Line, r, c.EpochColumn)
+			}
+		}
+	}
+	if len(chk.problems) > 0 {
+		return nil, &CatalogError{Source: p.Source, Problems: chk.problems}
 	}
 	var columns []string
 	for _, t := range p.Tables {
@@ -87,11 +105,45 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 			columns = append(columns, t.EpochColumn)
 		}
 	}
+	missing, err := catalogMissing(ctx, query, ver, protected)
+	if err != nil {
+		return nil, chk.readError("reading the guard's triggers", err)
+	}
 	snap, err := pgcatalog.LoadSnapshot(ctx, query, columns)
 	if err != nil {
-		return nil, fmt.Errorf("sqlfence: resolve: catalog: %w", err)
+		return nil, chk.readError("reading the snapshot", err)
 	}
-	return p.withTables(extra).withSnapshot(snap, protected), nil
+	r := p.withTables(extra).withSnapshot(snap, protected)
+	r.CatalogMissing = missing
+	if missing == "" {
+		r.CatalogVersion = ver.Version
+	}
+	return r, nil
+}
+
+// catalogMissing says what keeps DDL of other sessions from reaching the fence:
+// no catalog version, a disabled event trigger, an older guard, or a protected
+// relation without the guard's trigger (where the version is compared). "" when
+// nothing does.
+func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVersion, protected map[uint32]*Table) (string, error) {
+	switch {
+	case ver.Version == 0:
+		return "the database has no catalog version (schema sqlfence, installed with the guard)", nil
+	case !ver.Triggers:
+		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing or disabled", nil
+	case !ver.Guard:
+		return "the guard installed is older than this sqlfence and does not compare catalog versions", nil
+	}
+	oids := make([]uint32, 0, len(protected))
+	for oid := range protected {
+		oids = append(oids, oid)
+	}
+	slices.Sort(oids)
+	bare, err := pgcatalog.Unguarded(ctx, query, oids)
+	if err != nil || len(bare) == 0 {
+		return "", err
+	}
+	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed)", nil
 }
 
 // Findings are what the catalog holds that makes the engine refuse writes whose text

@@ -123,7 +123,7 @@ func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, e
 	if d.act == ActPass {
 		p.pass = d
 	} else {
-		p.marker = guardMarker(d.tables)
+		p.marker = d.sql[:strings.Index(d.sql, "*/ ")+3] // the marker the analysis wrote, with its catalog version
 	}
 	masked := make([]bool, len(toks))
 	for _, loc := range valueConstants(tree) {

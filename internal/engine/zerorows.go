@@ -1,5 +1,5 @@
 // The classification query built for a fenced write: how a 0-row result is explained
-// (fenced, already written, or nothing matched). fence.go runs it.
+// (fenced, already written, or nothing matched). explain.go reads its answer; a front runs it.
 
 package engine
 

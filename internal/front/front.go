@@ -7,7 +7,7 @@
 // errors, the observer's events and shadow mode — is behind Fence, implemented once
 // in package sqlfence. A third front is a file that calls these methods in order:
 //
-//	f.Ready(ctx, q)                    // before the first statement: resolve: catalog
+//	f.Ready(ctx, q)                    // before each statement: resolve: catalog, read when stale
 //	err := f.Usable(ctx, status, sql)  // the session reads text as sqlfence parses it
 //	c, err := f.Bind(ctx, sql, args)   // what to send: c.Send with c.Args, or an error
 //	…send c.Send with c.Args…
@@ -35,6 +35,9 @@ type Querier = engine.Querier
 type Fence interface {
 	// Ready reads the catalog through q when the policy says resolve: catalog and
 	// it has not been read yet. No statement may be decided before it succeeds.
+	// Called before each statement, it also reads the catalog again when it may
+	// have changed (another session's DDL: the guard said so, or catalog_refresh
+	// passed); otherwise it costs two atomic loads.
 	Ready(ctx context.Context, q Querier) error
 	// Usable checks, before each statement, that the session's reported settings
 	// (status: the server's ParameterStatus) still read text as sqlfence parses it.

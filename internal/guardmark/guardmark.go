@@ -11,6 +11,7 @@ package guardmark
 import (
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +21,9 @@ const Prefix = "/*sqlfence fenced: "
 // Forged is what an application's own text may not contain: with it, a statement
 // the driver did not fence could pass the guard as one it did.
 const Forged = "/*sqlfence fenced"
+
+// VersionMark starts the marker's first word when it carries a catalog version.
+const VersionMark = "@"
 
 // Name encodes a relation's name (unquoted, as the catalog stores it) for the marker:
 // a name of ASCII letters, digits and _ stays as it is, any other becomes % and the
@@ -42,9 +46,21 @@ func NameSQL(expr string) string {
 
 // Comment is the marker for a statement that fenced the relations named (unquoted),
 // followed by a space: Prefix, each name once, encoded, separated by spaces, then */.
-func Comment(names []string) string {
+func Comment(names []string) string { return CommentAt(names, 0) }
+
+// CommentAt is Comment with the catalog version the statement was decided on,
+// written as the first word "@N" (a name with "@" is written in hex, so the two
+// never meet; first, so that the guard compares it with one starts_with): the guard
+// refuses the statement once DDL has moved the version on. version 0 (resolve:
+// none, or no catalog version installed) writes none.
+func CommentAt(names []string, version int64) string {
 	var b strings.Builder
 	b.WriteString(Prefix)
+	if version > 0 {
+		b.WriteString(VersionMark)
+		b.WriteString(strconv.FormatInt(version, 10))
+		b.WriteByte(' ')
+	}
 	seen := make([]string, 0, len(names))
 	for _, n := range names {
 		if n = Name(n); !slices.Contains(seen, n) {

@@ -33,19 +33,23 @@ var update = flag.Bool("update", false, "rewrite testdata/messages.txt with the 
 // notRendered says, for each code the test does not produce, why: the file lists
 // them, so a gap is visible rather than silent.
 var notRendered = map[string]string{
-	rulecode.UnknownShape:       "no statement the parser accepts reaches it today: a guard for shapes added to PostgreSQL's grammar",
-	rulecode.PreparedChanged:    "needs the catalog to change between Prepare and Exec",
-	rulecode.SessionSettings:    "needs a role or database default that changes how the server reads text",
-	rulecode.ServerVersion:      "needs a server older than PostgreSQL 17",
-	rulecode.UnreadableRoutine:  "needs resolve: catalog and a routine in a language sqlfence cannot read",
-	rulecode.CheckUnfencedWrite: "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
-	rulecode.CheckOpaque:        "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
-	rulecode.CheckIgnoreNoWhy:   "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
-	rulecode.CheckUnusedIgnore:  "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
-	rulecode.DynamicWrite:       "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
+	rulecode.UnknownShape:        "no statement the parser accepts reaches it today: a guard for shapes added to PostgreSQL's grammar",
+	rulecode.PreparedChanged:     "needs the catalog to change between Prepare and Exec",
+	rulecode.SessionSettings:     "needs a role or database default that changes how the server reads text",
+	rulecode.ServerVersion:       "needs a server older than PostgreSQL 17",
+	rulecode.UnreadableRoutine:   "needs resolve: catalog and a routine in a language sqlfence cannot read",
+	rulecode.CheckUnfencedWrite:  "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
+	rulecode.CheckOpaque:         "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
+	rulecode.CheckIgnoreNoWhy:    "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
+	rulecode.CheckUnusedIgnore:   "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",
+	rulecode.PolicyNameAmbiguous: "needs the same table name in two schemas of the search path: catalog_policy_test.go in the root package produces it",
+	rulecode.CatalogUnreadable:   "needs a role without access to pg_catalog: catalog_policy_test.go in the root package produces it",
+	rulecode.CatalogChanged:      "needs DDL from another session between the decision and the write, with the guard installed: catalog_fresh_test.go produces it",
+	rulecode.DynamicWrite:        "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
 }
 
 const policyYAML = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
   - name: staging
@@ -102,6 +106,9 @@ func code(err error) string {
 	return ""
 }
 
+// tempPolicy matches a policy file in a test's temporary directory.
+var tempPolicy = regexp.MustCompile(`/tmp/[^ ]*/sqlfence\.yaml`)
+
 func TestMessages(t *testing.T) {
 	var got []message
 	add := func(situation string, err error) {
@@ -110,10 +117,13 @@ func TestMessages(t *testing.T) {
 			t.Errorf("%s: %v, want a *sqlfence.Error", situation, err)
 			return
 		}
-		got = append(got, message{code(err), situation, err.Error()})
+		// A policy written to a temporary directory is named as the application's
+		// would be, so the file does not change from run to run.
+		text := tempPolicy.ReplaceAllString(err.Error(), "sqlfence.yaml")
+		got = append(got, message{code(err), situation, text})
 	}
 	policies := map[string]*sqlfence.Policy{}
-	for name, y := range map[string]string{"": policyYAML, "allow": "version: 1\ntables: [inventory]\nddl: allow\n"} {
+	for name, y := range map[string]string{"": policyYAML, "allow": "version: 1\ncatalog_refresh: 1h\ntables: [inventory]\nddl: allow\n"} {
 		p, err := sqlfence.ParsePolicy([]byte(y), "sqlfence.yaml")
 		if err != nil {
 			t.Fatal(err)
@@ -201,8 +211,8 @@ func ran(t *testing.T, add func(string, error)) []message {
 		t.Cleanup(func() { db.Close() })
 		return db
 	}
-	db := open("version: 1\ntables: [inventory]\nclaims: [{table: jobs}]\n")
-	allow := open("version: 1\ntables: [inventory]\nclaims: [{table: jobs}]\nunfenced: allow\n")
+	db := open("version: 1\ncatalog_refresh: 1h\ntables: [inventory]\nclaims: [{table: jobs}]\n")
+	allow := open("version: 1\ncatalog_refresh: 1h\ntables: [inventory]\nclaims: [{table: jobs}]\nunfenced: allow\n")
 	const ship = `UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'a'`
 	exec := func(db *sql.DB, ctx context.Context, q string, args ...any) error {
 		_, err := db.ExecContext(ctx, q, args...)
@@ -282,11 +292,20 @@ func ran(t *testing.T, add func(string, error)) []message {
 		CREATE RULE zero AS ON INSERT TO notes DO ALSO UPDATE inventory SET quantity = 0`); err != nil {
 		t.Fatal(err)
 	}
-	catalog := open("version: 1\nresolve: catalog\ntables: [inventory, reservations, audit]\n")
+	catalog := open("version: 1\nresolve: catalog\ncatalog_refresh: 1h\ntables: [inventory, reservations, audit]\n")
 	add("a view of a protected table without the epoch column", exec(catalog, sqlfence.WithEpoch(ctx, 8), `UPDATE stock_plain SET quantity = 0 WHERE sku = 'a'`))
 	add("a DELETE that cascades into a protected table", exec(catalog, sqlfence.WithEpoch(ctx, 8), `DELETE FROM parent WHERE id = 1`))
 	add("a BEFORE trigger that sets the epoch column", exec(catalog, sqlfence.WithEpoch(ctx, 8), `UPDATE audit SET sku = 'x'`))
 	add("a rule that writes a protected table", exec(catalog, sqlfence.WithEpoch(ctx, 8), `INSERT INTO notes (sku) VALUES ('x')`))
+	typo := open("version: 1\ncatalog_refresh: 1h\ntables: [inventroy]\n")
+	add("a policy table that the database does not have (a typo)", exec(typo, sqlfence.WithEpoch(ctx, 8), `SELECT 1`))
+	if _, err := raw.ExecContext(ctx, `CREATE TABLE nocolumn (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	nocol := open("version: 1\ncatalog_refresh: 1h\ntables: [nocolumn]\n")
+	add("a protected table without its epoch column", exec(nocol, sqlfence.WithEpoch(ctx, 8), `SELECT 1`))
+	noversion := open("version: 1\ntables: [inventory]\n")
+	add("a fenced write on a database without the catalog version (no guard installed)", exec(noversion, sqlfence.WithEpoch(ctx, 8), `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`))
 	return logged
 }
 

@@ -57,15 +57,22 @@ const (
 	Trigger           = "SF502"
 	Rule              = "SF503"
 	UnreadableRoutine = "SF504"
-	ClaimWrite        = "SF601"
-	ClaimAndProtected = "SF602"
-	ClaimUnusable     = "SF603"
-	RewritingArgument = "SF701"
-	ArgumentCount     = "SF702"
-	PreparedChanged   = "SF703"
-	SessionSettings   = "SF704"
-	GuardMarker       = "SF705"
-	ServerVersion     = "SF706"
+
+	PolicyTableMissing  = "SF520"
+	PolicyEpochColumn   = "SF521"
+	PolicyNameAmbiguous = "SF522"
+	CatalogUnreadable   = "SF523"
+	CatalogNotInstalled = "SF524"
+	CatalogChanged      = "SF525"
+	ClaimWrite          = "SF601"
+	ClaimAndProtected   = "SF602"
+	ClaimUnusable       = "SF603"
+	RewritingArgument   = "SF701"
+	ArgumentCount       = "SF702"
+	PreparedChanged     = "SF703"
+	SessionSettings     = "SF704"
+	GuardMarker         = "SF705"
+	ServerVersion       = "SF706"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -140,6 +147,12 @@ var All = []Info{
 	{Trigger, KindRefused, "a trigger can change the epoch column, redirect the write, or write unfenced"},
 	{Rule, KindRefused, "a rule replaces or extends the write with unfenced statements"},
 	{UnreadableRoutine, KindRefused, "a routine the catalog does not show in a form sqlfence reads"},
+	{PolicyTableMissing, KindRefused, "a protected or claim table of the policy does not exist in the database"},
+	{PolicyEpochColumn, KindRefused, "a protected or claim table's epoch column is missing, not bigint, or nullable"},
+	{PolicyNameAmbiguous, KindRefused, "an unqualified policy name matches tables in several schemas of the search path"},
+	{CatalogUnreadable, KindRefused, "the role cannot read the catalog that resolve: catalog reads"},
+	{CatalogNotInstalled, KindRefused, "a write while the database has no catalog version (sqlfence guard --apply)"},
+	{CatalogChanged, KindRefused, "the catalog changed since the statement was decided (retryable)"},
 	{ClaimWrite, KindRefused, "a write to a claim table's epoch or status column outside the claim helpers"},
 	{ClaimAndProtected, KindRefused, "one statement writes a protected table and the claim table"},
 	{ClaimUnusable, KindRefused, "the context's claim (sqlfence.WithClaim) cannot be used"},

@@ -80,6 +80,7 @@ DECLARE c CURSOR WITH HOLD FOR SELECT s.zap FROM staging s
 EXPLAIN (ANALYZE) SELECT (s).zap FROM staging s
 
 --! name: attribute-notation-default-policy
+--! policy: none
 --! class: server-reading
 --! known_hole: without resolve: catalog a user function called as x.f reads like the column x.f
 --! setup
@@ -106,6 +107,7 @@ CREATE FUNCTION public.lower(int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDAT
 SELECT lower(1)
 
 --! name: builtin-name-overload-default-policy
+--! policy: none
 --! class: server-reading
 --! known_hole: without resolve: catalog a built-in's name is taken for the built-in
 --! setup
@@ -284,6 +286,7 @@ SELECT CASE q WHEN 1 THEN 'one' END FROM staging
 SELECT 1 FROM staging a JOIN staging b USING (q)
 
 --! name: operator-default-policy
+--! policy: none
 --! class: server-reading
 --! known_hole: without resolve: catalog the function behind a user operator is not seen
 --! setup

@@ -9,10 +9,12 @@ import (
 	"os"
 	"slices"
 
+	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
 const usage = `Usage: sqlfence check --policy sqlfence.yaml [flags] PATH...
+       sqlfence check --policy sqlfence.yaml --dsn postgres://… [PATH...]
 
 Lints SQL that does not go through the sqlfence driver — migrations, maintenance
 scripts, seed files — for writes to protected tables that would bypass the fence, and
@@ -63,6 +65,15 @@ function call whose writes no epoch reaches, SF803 and SF804 a sqlfence:ignore w
 a reason or that suppresses nothing, and otherwise the code of the driver's refusal
 (SF301 TRUNCATE, …). The table of codes is in the README (SARIF: each rule's helpUri).
 
+With --dsn, the policy is also checked against that database as the driver checks it
+before its first statement (resolve: catalog): SF520 a table the database does not
+have (with the closest names it has), SF521 an epoch column that is missing, not
+bigint or nullable (with the ALTER TABLE that fixes it), SF522 an unqualified name
+that matches tables in two schemas of the search path, SF523 a role that cannot read
+the catalog; findings at their line of the policy file. When the policy matches, the
+catalog's foreign keys, triggers and rules that make the driver refuse writes are
+reported (SF501, SF502, SF503).
+
 A statement that does not parse is reported as an error, and the rest of its file is
 still checked.
 
@@ -80,6 +91,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	format := f.String("format", "text", "output format: text, json or sarif")
 	withGo := f.Bool("go", true, "also check SQL string literals in .go files found in directories")
 	withTests := f.Bool("tests", false, "also check *_test.go files found in directories")
+	dsn := f.String("dsn", "", "also check the policy against this database, as the driver does before its first statement")
 	paths, code, done := f.Parse(args, stdout, stderr)
 	if done {
 		return code
@@ -89,7 +101,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	default:
 		return f.UsageError(stderr, "--format must be text, json or sarif, not %q", *format)
 	}
-	if len(paths) == 0 {
+	if len(paths) == 0 && *dsn == "" {
 		return f.UsageError(stderr, "no PATH to check: give .sql files or directories, for example: sqlfence check --policy sqlfence.yaml migrations/")
 	}
 	pol, err := cmdutil.LoadPolicy(*policyPath)
@@ -117,6 +129,15 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		checkSQLFile(p, srcs[i], filePolicy, writers, res)
 	}
 	checkGoFiles(goFiles, pol, res)
+	if *dsn != "" {
+		path := *policyPath
+		if path == "" {
+			path = os.Getenv(sqlfence.PolicyEnv)
+		}
+		if err := checkDatabase(*dsn, path, pol, res); err != nil {
+			return cmdutil.Fail(stderr, "check", err)
+		}
+	}
 	sortFindings(res.Findings)
 	sortFindings(res.Suppressed)
 	slices.SortStableFunc(res.Errors, func(a, b fileError) int {

@@ -164,6 +164,9 @@ epoch_column: writer_epoch
 mode: strict
 tables:
   - name: inventory
+# The demo also runs plain pgx workers, which the guard would reject, so it installs
+# no guard and no catalog version: the catalog is read again at most every second.
+catalog_refresh: 1s
 `
 
 type demo struct {

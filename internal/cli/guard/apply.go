@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -85,8 +86,27 @@ actions, rules and functions fail, in the driver's sessions too. An UPDATE that 
 epoch fails.
 Remove the guard with: sqlfence guard --drop --apply --dsn ...
 `, ops)
+	g.reportVersion(ctx, conn, stdout)
 	g.warnCatalog(ctx, conn, stdout)
 	return nil
+}
+
+// reportVersion says whether the catalog version is live: without its event triggers
+// (they need a superuser) a connector under resolve: catalog refuses fenced writes
+// unless its policy sets catalog_refresh.
+func (g guardScript) reportVersion(ctx context.Context, conn *pgx.Conn, stdout io.Writer) {
+	v, err := pgcatalog.Version(ctx, cmdutil.QueryFunc(conn))
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "\nwarning: could not read the catalog version: %v\n", err)
+	case v.Installed():
+		fmt.Fprintf(stdout, "The catalog version (%d) moves on with every DDL statement of any session; the driver's fenced\n"+
+			"statements carry it, and the guard refuses those decided before DDL they did not see (SF005).\n", v.Version)
+	default:
+		fmt.Fprintf(stdout, "\nwarning [SF524]: the catalog version's event triggers are missing (they need a superuser): DDL of\n"+
+			"other sessions does not reach the driver, which refuses fenced writes unless the policy sets catalog_refresh.\n"+
+			"Run this again as a superuser.\n")
+	}
 }
 
 // warnCatalog reports what in the catalog writes protected tables from inside the
@@ -109,6 +129,10 @@ func (g guardScript) warnCatalog(ctx context.Context, conn *pgx.Conn, stdout io.
 		"statements before sending them:\n",
 		len(findings), cmdutil.Plural(len(findings), "object", "objects"), cmdutil.Plural(len(findings), "writes", "write"))
 	for _, f := range findings {
+		if f.Kind == "policy" {
+			fmt.Fprintf(stdout, "  warning [%s]: policy line %d: %s\n", f.Code, f.Line, f.Message)
+			continue
+		}
 		fmt.Fprintf(stdout, "  warning [%s]: %s %s on %s: %s\n", f.Code, f.Kind, sqlident.Quote(f.Name), f.Relation, f.Message)
 	}
 }

@@ -31,17 +31,28 @@ func BenchmarkGuard(b *testing.B) {
 	if out, errOut, code := clitest.Run(b, Run, "--policy", guardPolicy, "--apply", "--dsn", dsn); code != cmdutil.ExitOK {
 		b.Fatalf("guard: %s%s", out, errOut)
 	}
-	policy := clitest.WriteFile(b, dir, "sqlfence.yaml", "version: 1\ntables: [guarded, unguarded]\n")
+	// resolve: none: the guard's cost alone (under resolve: catalog a protected table
+	// without the guard is one whose writes are refused; BenchmarkCatalogVersion
+	// measures what the catalog version adds).
+	policy := clitest.WriteFile(b, dir, "sqlfence.yaml", "version: 1\ntables: [guarded, unguarded]\nresolve: none\n")
 	db, err := sql.Open("sqlfence", cmdutil.WithParam(dsn, sqlfence.PolicyParam, policy))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	unguarded, guarded := alternate(b, db, "unguarded", "guarded")
+	b.ReportMetric(unguarded, "unguarded-ns/write")
+	b.ReportMetric(guarded, "guarded-ns/write")
+	b.ReportMetric(guarded/unguarded, "guarded/unguarded")
+}
+
+// alternate runs, per iteration, one fenced single-row UPDATE of each table, taking
+// turns at going first, each timed on its own, and returns their medians: on a
+// shared machine, load that comes and goes then weighs on both alike, and a stall
+// does not count.
+func alternate(b *testing.B, db *sql.DB, tables ...string) (float64, float64) {
 	db.SetMaxIdleConns(1)
 	db.SetMaxOpenConns(1)
-	// One write of each per iteration, taking turns at going first, each timed on
-	// its own, compared by their medians: on a shared machine, load that comes and
-	// goes then weighs on both alike, and a stall does not count.
 	ctx := b.Context()
 	var spent [2][]time.Duration
 	var epoch int64
@@ -49,9 +60,8 @@ func BenchmarkGuard(b *testing.B) {
 		epoch++
 		for k := range 2 {
 			i := (k + int(epoch)) % 2
-			table := []string{"unguarded", "guarded"}[i]
 			start := time.Now()
-			if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, epoch), "UPDATE "+table+" SET n = n + 1 WHERE id = $1", epoch%1000+1); err != nil {
+			if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, epoch), "UPDATE "+tables[i]+" SET n = n + 1 WHERE id = $1", epoch%1000+1); err != nil {
 				b.Fatal(err)
 			}
 			spent[i] = append(spent[i], time.Since(start))
@@ -61,8 +71,70 @@ func BenchmarkGuard(b *testing.B) {
 		slices.Sort(d)
 		return float64(d[len(d)/2].Nanoseconds())
 	}
-	unguarded, guarded := median(spent[0]), median(spent[1])
-	b.ReportMetric(unguarded, "unguarded-ns/write")
-	b.ReportMetric(guarded, "guarded-ns/write")
-	b.ReportMetric(guarded/unguarded, "guarded/unguarded")
+	return median(spent[0]), median(spent[1])
 }
+
+// BenchmarkCatalogVersion is what keeping the catalog fresh costs a fenced
+// single-row UPDATE by primary key (resolve: catalog, the default, with the guard and
+// the catalog version installed): the same write to two guarded tables, one whose
+// statement trigger compares the marker's catalog version with the current one (the
+// guard as installed) and one whose trigger is the guard without that comparison,
+// in the same database and run; checked/unchecked is the ratio
+// (go test -run X -bench CatalogVersion -count 5 ./internal/cli/guard). The driver's
+// side — two atomic loads before each statement, the marker's "@N" — is in both.
+func BenchmarkCatalogVersion(b *testing.B) {
+	dsn := pgtest.NewDB(b)
+	raw := clitest.PGConnect(b, dsn, nil)
+	if _, err := raw.Exec(b.Context(), `
+		CREATE TABLE checked (id int PRIMARY KEY, n int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
+		CREATE TABLE unchecked (LIKE checked INCLUDING ALL);
+		INSERT INTO checked SELECT i, 0, 0 FROM generate_series(1, 1000) i;
+		INSERT INTO unchecked SELECT * FROM checked;`); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	policy := clitest.WriteFile(b, dir, "sqlfence.yaml", "version: 1\ntables: [checked, unchecked]\n")
+	if out, errOut, code := clitest.Run(b, Run, "--policy", policy, "--apply", "--dsn", dsn); code != cmdutil.ExitOK {
+		b.Fatalf("guard: %s%s", out, errOut)
+	}
+	if _, err := raw.Exec(b.Context(), unversionedGuard+`
+		DROP TRIGGER sqlfence_guard ON unchecked;
+		CREATE TRIGGER sqlfence_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON unchecked
+			FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard_unversioned('unchecked');`); err != nil {
+		b.Fatal(err)
+	}
+	// The connector reads the catalog (and its version) after the swap: both
+	// tables' fenced texts carry "@N", and only checked's trigger compares it.
+	db, err := sql.Open("sqlfence", cmdutil.WithParam(dsn, sqlfence.PolicyParam, policy))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	unchecked, checked := alternate(b, db, "unchecked", "checked")
+	b.ReportMetric(unchecked, "unchecked-ns/write")
+	b.ReportMetric(checked, "checked-ns/write")
+	b.ReportMetric(checked/unchecked, "checked/unchecked")
+}
+
+// unversionedGuard is the guard's statement trigger function before the catalog
+// version: BenchmarkCatalogVersion's baseline.
+const unversionedGuard = `
+CREATE FUNCTION sqlfence.guard_unversioned() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    ctx pg_catalog.text;
+BEGIN
+    GET DIAGNOSTICS ctx = PG_CONTEXT;
+    IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ')
+       AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
+       AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
+       AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
+       AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
+           pg_catalog.substr(pg_catalog.current_query(), 20), '*/', 1), ' ')) THEN
+        RETURN NULL;
+    END IF;
+    PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.>) 0);
+    RETURN NULL;
+END
+$fn$;`

@@ -216,7 +216,7 @@ func TestGuardPrintedSQL(t *testing.T) {
 	}
 	out, errOut, code = cli(t, "--drop", "--keep-log")
 	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
-	if strings.Contains(out, "DROP TABLE") {
+	if strings.Contains(out, "DROP TABLE IF EXISTS sqlfence.override_log") {
 		t.Errorf("--keep-log drops the log:\n%s", out)
 	}
 	if _, err := raw.Exec(ctx, out); err != nil {

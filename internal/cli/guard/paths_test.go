@@ -99,7 +99,7 @@ func pathsFixture(t *testing.T, policyText string) (db *sql.DB, raw *pgx.Conn) {
 // writes pass (fresh) or are fenced (stale).
 func TestGuardPaths(t *testing.T) {
 	t.Parallel()
-	db, raw := pathsFixture(t, pathsPolicy)
+	db, raw := pathsFixture(t, pathsPolicy+"resolve: none\n")
 	ctx := t.Context()
 	if _, err := raw.Exec(ctx, `
 		CREATE TRIGGER notes_restock AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION restock();
@@ -218,7 +218,7 @@ func TestGuardPaths(t *testing.T) {
 // guard rejects it and every unfenced write, whatever the epoch.
 func TestGuardPathsDriverBypassed(t *testing.T) {
 	t.Parallel()
-	db, raw := pathsFixture(t, pathsPolicy)
+	db, raw := pathsFixture(t, pathsPolicy+"resolve: none\n")
 	ctx := t.Context()
 	const do = `DO $$ BEGIN EXECUTE 'UPDATE inv' || 'entory SET quantity = 0'; END $$`
 	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
@@ -261,7 +261,7 @@ func TestGuardPathsDriverBypassed(t *testing.T) {
 	rejected("sqlfence.Unfenced", err, "not fenced by the sqlfence driver")
 
 	// Shadow mode sends every text unchanged: nothing is fenced, the guard rejects.
-	shadow := clitest.WriteFile(t, t.TempDir(), "shadow.yaml", pathsPolicy+"enforce: shadow\n")
+	shadow := clitest.WriteFile(t, t.TempDir(), "shadow.yaml", pathsPolicy+"resolve: none\nenforce: shadow\n")
 	sdb, err := sql.Open("sqlfence", cmdutil.WithParam(raw.Config().ConnString(), sqlfence.PolicyParam, shadow))
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestGuardPathsDriverBypassed(t *testing.T) {
 // through, in its transaction only, through the driver too, and logs it.
 func TestGuardPathsOverride(t *testing.T) {
 	t.Parallel()
-	db, raw := pathsFixture(t, pathsPolicy)
+	db, raw := pathsFixture(t, pathsPolicy+"resolve: none\n")
 	ctx := t.Context()
 	if _, err := raw.Exec(ctx, `CREATE TRIGGER notes_restock AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION restock();`); err != nil {
 		t.Fatal(err)
@@ -351,6 +351,8 @@ func TestGuardResolveCatalog(t *testing.T) {
 		policy := pathsPolicy
 		if resolve {
 			policy += "resolve: catalog\n"
+		} else {
+			policy += "resolve: none\n"
 		}
 		db, raw := pathsFixture(t, policy)
 		ctx := t.Context()
@@ -385,9 +387,9 @@ func TestGuardResolveCatalog(t *testing.T) {
 // through database/sql's own Prepare.
 func TestGuardExecModes(t *testing.T) {
 	t.Parallel()
-	_, raw := pathsFixture(t, pathsPolicy)
+	_, raw := pathsFixture(t, pathsPolicy+"resolve: none\n")
 	ctx := t.Context()
-	policy := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", pathsPolicy)
+	policy := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", pathsPolicy+"resolve: none\n")
 	epoch := int64(5)
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		db, err := sql.Open("sqlfence", cmdutil.WithParam(cmdutil.WithParam(raw.Config().ConnString(), sqlfence.PolicyParam, policy), "default_query_exec_mode", mode))
@@ -439,6 +441,8 @@ func TestGuardParents(t *testing.T) {
 		policy := partitionOnly
 		if resolve {
 			policy += "resolve: catalog\n"
+		} else {
+			policy += "resolve: none\n"
 		}
 		db, raw := pathsFixture(t, policy)
 		ctx := t.Context()
@@ -467,7 +471,7 @@ func TestGuardParents(t *testing.T) {
 // the guard's functions itself.
 func TestGuardOtherRole(t *testing.T) {
 	t.Parallel()
-	_, raw := pathsFixture(t, pathsPolicy)
+	_, raw := pathsFixture(t, pathsPolicy+"resolve: none\n")
 	ctx := t.Context()
 	role := fmt.Sprintf("guard_ops_%d", time.Now().UnixNano())
 	if _, err := raw.Exec(ctx, "CREATE ROLE "+role+" LOGIN; GRANT ALL ON ALL TABLES IN SCHEMA public, billing TO "+role+"; GRANT USAGE ON SCHEMA billing TO "+role); err != nil {
@@ -507,9 +511,11 @@ func TestGuardOtherRole(t *testing.T) {
 }
 
 // TestGuardAfterSnapshot: with resolve: catalog the driver judges functions, triggers
-// and rules from the catalog it read at connect; a function replaced and a trigger
-// created behind its back afterwards are the guard's, and an unlisted function the
-// driver refuses gets past it only in shadow mode, where the guard rejects it.
+// and rules from the catalog it read; a function replaced and a trigger created
+// behind its back afterwards meet the guard on their first statement (SF001), which
+// makes the connector read the catalog again, so the statements after it are the
+// driver's refusals; an unlisted function the driver refuses gets past it only in
+// shadow mode, where the guard rejects it.
 func TestGuardAfterSnapshot(t *testing.T) {
 	t.Parallel()
 	db, raw := pathsFixture(t, pathsPolicy+"resolve: catalog\n")
@@ -537,6 +543,7 @@ func TestGuardAfterSnapshot(t *testing.T) {
 	}
 	defer sdb.Close()
 	before := protectedRows(t, raw)
+	first := true
 	for _, c := range []context.Context{ctx, sqlfence.WithEpoch(ctx, 4), sqlfence.WithEpoch(ctx, 9)} {
 		for _, w := range []struct {
 			db         *sql.DB
@@ -548,7 +555,14 @@ func TestGuardAfterSnapshot(t *testing.T) {
 		} {
 			_, err := w.db.ExecContext(c, w.stmt)
 			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "SF001" || !strings.Contains(pe.Message, w.want) {
+			guarded := errors.As(err, &pe) && pe.Code == "SF001" && strings.Contains(pe.Message, w.want)
+			if w.db == db && !first && errors.Is(err, sqlfence.ErrRefused) {
+				continue // the driver, after the guard's first word
+			}
+			if w.db == db {
+				first = false
+			}
+			if !guarded {
 				t.Errorf("%s: %v, want the guard's SF001 saying %q", w.stmt, err, w.want)
 			}
 		}
@@ -569,6 +583,8 @@ func TestGuardRuleResidual(t *testing.T) {
 		policy := pathsPolicy
 		if resolve {
 			policy += "resolve: catalog\n"
+		} else {
+			policy += "resolve: none\n"
 		}
 		db, raw := pathsFixture(t, policy)
 		ctx := t.Context()
@@ -594,7 +610,7 @@ func TestGuardRuleResidual(t *testing.T) {
 // the guard's check runs after every BEFORE trigger.
 func TestGuardEpochAfterTriggers(t *testing.T) {
 	t.Parallel()
-	db, raw := pathsFixture(t, pathsPolicy)
+	db, raw := pathsFixture(t, pathsPolicy+"resolve: none\n")
 	ctx := t.Context()
 	if _, err := raw.Exec(ctx, `CREATE FUNCTION lower_epoch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.writer_epoch := 1; RETURN NEW; END $$;
 		CREATE TRIGGER zz_lower BEFORE UPDATE ON inventory FOR EACH ROW EXECUTE FUNCTION lower_epoch();

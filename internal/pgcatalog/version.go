@@ -1,0 +1,104 @@
+// The catalog version: a counter that sqlfence's event triggers move on every DDL
+// statement of any session (sqlfence guard --apply installs it), read by a connector
+// before it reads the catalog, and compared by the guard with the version each fenced
+// statement carries.
+
+package pgcatalog
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// VersionLock is the advisory lock key of the catalog version: every DDL transaction
+// holds it shared from its first DDL statement to its end (the event trigger takes
+// it), and Version takes it exclusively for the moment it reads the counter, so the
+// version it returns is never one whose DDL is still uncommitted.
+const VersionLock = 7294611953
+
+// versionSQL waits for the DDL in flight, reads the counter (NULL when sqlfence's
+// sequence is missing), and says whether both event triggers are enabled and the
+// guard's trigger function compares versions.
+var versionSQL = `
+SELECT v.version, v.triggers, v.guard, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
+FROM (SELECT pg_catalog.pg_advisory_lock(` + strconv.Itoa(VersionLock) + `) AS locked,
+             pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass('sqlfence.catalog_version')) AS version,
+             (SELECT pg_catalog.count(*) FROM pg_catalog.pg_event_trigger e
+              WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop') AND e.evtenabled <> 'D') = 2 AS triggers,
+             EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+                     WHERE n.nspname = 'sqlfence' AND p.proname = 'guard' AND p.prosrc LIKE '%sqlfence.catalog_version%') AS guard
+      OFFSET 0) v`
+
+// CatalogVersion is what Version read.
+type CatalogVersion struct {
+	Version  int64 // 0 when the counter is missing
+	Triggers bool  // both event triggers exist and are enabled
+	Guard    bool  // the guard's trigger function compares versions
+}
+
+// Installed reports whether DDL of any session moves the version and the guard
+// checks it.
+func (v CatalogVersion) Installed() bool { return v.Version > 0 && v.Triggers && v.Guard }
+
+// Version reads the catalog version. It waits for DDL transactions in flight to end
+// (VersionLock): read before the catalog in a fresh snapshot, the version it
+// returns is at most the catalog's, so a fenced statement decided on that catalog
+// can only carry a version that is too old, which the guard refuses — never one
+// that is too new.
+func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
+	rows, err := query(ctx, versionSQL)
+	if err != nil {
+		return CatalogVersion{}, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 4 {
+		return CatalogVersion{}, fmt.Errorf("pgcatalog: catalog version query returned %v", rows)
+	}
+	var v CatalogVersion
+	switch n := rows[0][0].(type) {
+	case nil:
+	case int64:
+		v.Version = n
+	default:
+		return CatalogVersion{}, fmt.Errorf("pgcatalog: catalog version is a %T", n)
+	}
+	v.Triggers, _ = rows[0][1].(bool)
+	v.Guard, _ = rows[0][2].(bool)
+	return v, nil
+}
+
+// unguardedSQL lists, of the relations $1 (oids as an array literal), those that are
+// not views and carry no enabled sqlfence_guard statement trigger: writes to them are
+// not compared with the catalog version.
+const unguardedSQL = `
+SELECT c.oid::pg_catalog.regclass::text
+FROM pg_catalog.pg_class c
+WHERE c.oid = ANY ($1::text::pg_catalog.oid[]) AND c.relkind <> 'v'
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard' AND t.tgenabled <> 'D')
+ORDER BY 1`
+
+// Unguarded returns the relations of oids that have no enabled guard trigger.
+func Unguarded(ctx context.Context, query QueryFunc, oids []uint32) ([]string, error) {
+	if len(oids) == 0 {
+		return nil, nil
+	}
+	parts := make([]string, len(oids))
+	for i, o := range oids {
+		parts[i] = strconv.FormatUint(uint64(o), 10)
+	}
+	rows, err := query(ctx, unguardedSQL, "{"+strings.Join(parts, ",")+"}")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(rows))
+	for _, row := range rows {
+		s, ok := rowString(row)
+		if !ok {
+			return nil, fmt.Errorf("pgcatalog: unguarded relations query returned %v", row)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
