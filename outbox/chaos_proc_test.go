@@ -35,6 +35,7 @@ const (
 )
 
 const chainPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
   - name: shipments

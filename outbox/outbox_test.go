@@ -21,6 +21,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const testPolicy = `version: 1
+catalog_refresh: 1h
 tables:
   - name: inventory
 claims:
