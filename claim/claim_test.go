@@ -350,8 +350,5 @@ func existingClaims(t testing.TB, raw *sql.DB, policy string) string {
 			policy = strings.Replace(policy, "  - table: "+name+"\n", "", 1)
 		}
 	}
-	if strings.HasSuffix(policy, "claims:\n") {
-		policy = strings.TrimSuffix(policy, "claims:\n")
-	}
-	return policy
+	return strings.TrimSuffix(policy, "claims:\n")
 }
