@@ -211,7 +211,22 @@ func TestBenignCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts := corpusStatements(t, "../../testdata/benign/*.sql")
+	// Files under `--! policy: catalog` pass the driver only with the catalog (an
+	// extension's own functions, a materialized view's query): the analyzer decides
+	// from the text alone, as the driver does under resolve: none, so they are not
+	// the analyzer's benign corpus.
+	files, _ := filepath.Glob("../../testdata/benign/*.sql")
+	var stmts []stmt
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "\n--! policy: catalog\n") {
+			continue
+		}
+		stmts = append(stmts, corpusStatements(t, f)...)
+	}
 	dir := t.TempDir()
 	holes := 0
 	writeApplication(t, dir, stmts, func(s stmt) string {
