@@ -124,6 +124,16 @@ func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kin
 	if c, err = fe.f.Bind(ctx, sql, args); err != nil {
 		return c, nil, err
 	}
+	if kind == forExec && len(args) == 0 && c.Fenced {
+		// Without arguments pgx sends the application's text in one simple-protocol
+		// round trip and prepares nothing; the epoch written in as a literal keeps it
+		// so (engine.Bound.Literal; fe.usable checked the session's pinned settings).
+		// Query keeps the parameter: pgx prepares a text without arguments there, and
+		// the literal would make every epoch a statement of its own.
+		if send, ok := c.Literal(); ok {
+			c.Send, c.Args = send, nil
+		}
+	}
 	mode, withMode := fe.sendMode(&o, len(c.Args))
 	if kind == forBatch || !withMode && !o.hasFormats {
 		return c, c.Args, nil
