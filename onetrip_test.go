@@ -179,12 +179,13 @@ func TestLiteralEpoch(t *testing.T) {
 		t.Fatalf("sent %s", tr.last())
 	}
 	// inventory b is at epoch 5: write it at 6, with $1 in every place the scanner
-	// reads as something other than a parameter.
-	tricky := "UPDATE inventory SET note = '$1::bigint' || $$ $1::bigint $$ || e'\\' $1::bigint' /* $1::bigint */ WHERE sku = 'b' -- $1::bigint\n"
+	// reads as something other than a parameter; the literal is made, and what the
+	// strings hold arrives unchanged.
+	tricky := "UPDATE inventory SET note = '$1::bigint' || $$$1::bigint$$ || e'\\'$1::bigint' /*$1::bigint*/ WHERE sku = 'b' --$1::bigint\n"
 	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 6), tricky); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := state(), `a:16:9223372036854775807:- b:20:6:$1::bigint $1::bigint ' $1::bigint`; got != want {
+	if got, want := state(), `a:16:9223372036854775807:- b:20:6:$1::bigint$1::bigint'$1::bigint`; got != want {
 		t.Fatalf("data %q, want %q", got, want)
 	}
 	if sent := tr.last(); !strings.HasPrefix(sent, "0 ") || !strings.Contains(sent, "writer_epoch = 6::bigint") || strings.Count(sent, "$1::bigint") != 5 {
@@ -193,15 +194,27 @@ func TestLiteralEpoch(t *testing.T) {
 	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 5), tricky); !errors.Is(err, sqlfence.ErrFenced) {
 		t.Fatalf("stale epoch: %v", err)
 	}
+	// The fence's own bytes after a space inside a string: the epoch stays a
+	// parameter (still one round trip, QueryExecModeExec), and the string arrives.
+	spaced := `UPDATE inventory SET note = ' $1::bigint' WHERE sku = 'b'`
+	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 7), spaced); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := state(), `a:16:9223372036854775807:- b:20:7: $1::bigint`; got != want {
+		t.Fatalf("data %q, want %q", got, want)
+	}
+	if sent := tr.last(); !strings.HasPrefix(sent, "2 ") || strings.Count(sent, "$1::bigint") != 3 { // the exec mode and the epoch
+		t.Fatalf("sent %s", sent)
+	}
 
 	// With an argument, or through Query, the epoch stays a parameter.
-	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 7), `UPDATE inventory SET quantity = $1 WHERE sku = 'b'`, 1); err != nil {
+	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 8), `UPDATE inventory SET quantity = $1 WHERE sku = 'b'`, 1); err != nil {
 		t.Fatal(err)
 	}
 	if sent := tr.last(); !strings.HasPrefix(sent, "2 ") || !strings.Contains(sent, "$2::bigint") {
 		t.Fatalf("with an argument, sent %s", sent)
 	}
-	rows, err := db.QueryContext(sqlfence.WithEpoch(ctx, 8), `UPDATE inventory SET quantity = 2 WHERE sku = 'b' RETURNING sku`)
+	rows, err := db.QueryContext(sqlfence.WithEpoch(ctx, 9), `UPDATE inventory SET quantity = 2 WHERE sku = 'b' RETURNING sku`)
 	if err != nil {
 		t.Fatal(err)
 	}

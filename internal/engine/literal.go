@@ -30,38 +30,44 @@ type literalForm struct {
 // false when the epoch must stay a parameter: under a claim (the claim's key is a
 // string), or when the text does not pass the checks below.
 //
-// Why the literal text is as safe as the verified one. Let V be the text verify
-// parsed and compared with the intended tree (the epoch as $1: the application's
-// text has no parameter of its own, since Bind refuses a $1 it has no argument for),
-// and F the text sent: V with each $1 token replaced by D, the epoch's decimal
-// digits (a positive int64: no sign, no leading zero, at most 19 digits).
+// Why the literal text is as safe as the decided one. Let V be the text the engine
+// decided (verify parsed it and matched the intended tree, or the shape cache derived
+// it from a text that was), with the epoch as $1: the application's text has no
+// parameter of its own, since Bind refuses a $1 it has no argument for. F is the text
+// sent: V with each epoch token $1 replaced by D, the epoch's decimal digits (a
+// positive int64: no sign, no leading zero, at most 19 digits).
 //
-//  1. The scanner reads F as it reads V, except that each $1 is one integer token:
-//     ICONST while the epoch fits in 32 bits, FCONST above (the grammar's integer
-//     literal of that size). This is checked, not argued: for each kind, the first
-//     F is scanned and compared with V's scan token for token (same kinds, same
-//     ranges shifted by the replacements, only those tokens changed). A later epoch
-//     of the same kind differs from the checked F only inside that run of digits,
-//     and the scanner reads a run of decimal digits followed by "::" as one integer
-//     token whatever the digits (the token before the run is a "(" or "," or is separated from
-//     it by a space, the run ends at ':': both required here, so no neighbour can
-//     take a digit into itself or change where a token ends).
-//  2. The grammar builds the same tree with an integer constant in each ParamRef's
-//     place. Every $1 in V is the operand of the fence's "$1::bigint" (verify matched
-//     the tree: each ParamRef 1 is the argument of a TypeCast to pg_catalog.int8), and
+//  1. F reads as V does, but for each $1 being one integer token: ICONST while the
+//     epoch fits in 32 bits, FCONST above (the grammar's integer literal of that
+//     size). Checked on F itself, the text sent (literalCheck): F is scanned, each
+//     run of digits put in is exactly one such token, directly followed by "::" and
+//     apart from the token before it (after a space no token holds, or right after
+//     a one-character "(" or ","), and F has no parameter token at all. The scanner
+//     is a longest-match lexer whose state at a token boundary does not depend on
+//     the token before: a run of digits and "$1", each followed by ':', which no
+//     rule continues either token with, are one token each, and nothing before them
+//     can reach into them. So V's tokens are F's with those tokens as PARAM $1 and
+//     no other parameter. For each kind the check runs on the first F; a later epoch
+//     of the same kind changes only which digits the run holds, which by the same
+//     rule is still one token of that kind.
+//  2. The grammar builds F's tree as V's with an integer constant in each ParamRef's
+//     place. Every $1 in V is the operand of the fence's "$1::bigint" (each ParamRef
+//     1 of the decided tree is the argument of a TypeCast to pg_catalog.int8), and
 //     the only rule that reads an operand token followed by "::" there is
 //     a_expr TYPECAST Typename over a c_expr, which both PARAM and an integer
 //     constant are (c_expr: PARAM | AexprConst; AexprConst: Iconst | FCONST). The
 //     constant is inside the cast, never a bare integer (which ORDER BY or GROUP BY
-//     would read as a column position).
+//     would read as a column position). TestLiteralParsesAsVerified parses F for
+//     every fenced statement of the rewrite corpus at both kinds and int64's ends.
 //  3. The server computes the same value: an int4 or numeric constant cast to
 //     bigint is the epoch exactly, where the parameter was the epoch as bigint.
 //
-// What the server runs is therefore the statement verify accepted, with the epoch
-// bound at the same places. The server reads F as sqlfence's scanner did only under
+// What the server runs is therefore the statement the engine decided, with the epoch
+// bound at the same places. The server reads F as sqlfence's scanner does only under
 // standard_conforming_strings = on and client_encoding = UTF8, which a front checks
-// before every statement (the simple protocol is read under the same settings as the
-// extended one); a front without that check does not ask for the literal.
+// before every statement (the simple protocol reads text under the same settings as
+// the extended one, and F is one statement as V is); a front without that check does
+// not ask for the literal.
 func (b *Bound) Literal() (send string, ok bool) {
 	if !b.Fenced || b.Claim != nil || b.D.epochParam != 1 || b.Epoch <= 0 {
 		return "", false
@@ -113,38 +119,36 @@ func withEpoch(parts []string, epoch int64) string {
 	return s.String()
 }
 
-// literalCheck cuts v at its $1 tokens and checks, by scanning both, that v with
-// epoch's digits in their place reads as v does but for those tokens (point 1 of
-// Literal). It refuses a text with any other parameter token, or a $1 not written
-// exactly so, not apart from the token before it (literalAfter) or not followed
-// directly by "::".
+// literalCheck cuts v at its epoch tokens and checks, by scanning v with epoch's
+// digits in their place, point 1 of Literal. The fence writes the epoch as
+// "$1::bigint" after a space, "(" or ","; an occurrence of those bytes elsewhere (in
+// a string, a comment, a quoted identifier) is cut too, and then F's scan does not
+// show an integer token there, or shows a parameter token where one was not cut:
+// either way the epoch stays a parameter.
 func literalCheck(v string, epoch int64) ([]string, bool) {
-	vt, err := pgtree.ScanTokens(v, nil)
-	if err != nil {
-		return nil, false
-	}
+	const epochToken = "$1::bigint"
 	var parts []string
-	var cuts []int // indexes in vt of the $1 tokens
 	last := 0
-	for i, t := range vt {
-		if t.Kind != pg.Token_PARAM {
+	for at := 0; ; {
+		i := strings.Index(v[at:], epochToken)
+		if i < 0 {
+			break
+		}
+		i += at
+		at = i + len(epochToken)
+		if i == 0 || v[i-1] != ' ' && v[i-1] != '(' && v[i-1] != ',' {
 			continue
 		}
-		if v[t.Start:t.End] != "$1" || !literalAfter(v, vt[:i], t.Start) ||
-			i+1 == len(vt) || vt[i+1].Kind != pg.Token_TYPECAST || vt[i+1].Start != t.End {
-			return nil, false
-		}
-		parts = append(parts, v[last:t.Start])
-		last = int(t.End)
-		cuts = append(cuts, i)
+		parts = append(parts, v[last:i])
+		last = i + len("$1")
 	}
-	if len(cuts) == 0 {
+	if len(parts) == 0 {
 		return nil, false
 	}
 	parts = append(parts, v[last:])
 	f := withEpoch(parts, epoch)
-	ft, err := pgtree.ScanTokens(f, make([]pgtree.Token, 0, len(vt)))
-	if err != nil || len(ft) != len(vt) {
+	ft, err := pgtree.ScanTokens(f, nil)
+	if err != nil {
 		return nil, false
 	}
 	want := pg.Token_ICONST
@@ -152,22 +156,35 @@ func literalCheck(v string, epoch int64) ([]string, bool) {
 		want = pg.Token_FCONST
 	}
 	width := int32(len(strconv.FormatInt(epoch, 10)))
-	shift, c := int32(0), 0
-	for i, t := range vt {
-		g := ft[i]
-		if c < len(cuts) && cuts[c] == i {
-			if g.Kind != want || g.Start != t.Start+shift || g.End != g.Start+width {
-				return nil, false
+	// The start of each run of digits in f.
+	next, cut, pos := int32(len(parts[0])), 1, int32(len(parts[0]))
+	for i, t := range ft {
+		switch {
+		case t.Kind == pg.Token_PARAM:
+			return nil, false
+		case t.Start < next:
+			if t.End > next {
+				return nil, false // a token across the digits' start: a string, a comment
 			}
-			shift += width - (t.End - t.Start)
-			c++
 			continue
 		}
-		if g.Kind != t.Kind || g.Start != t.Start+shift || g.End != t.End+shift {
+		if t.Start > next || t.End != next+width || t.Kind != want || !literalAfter(f, ft[:i], t.Start) ||
+			i+1 == len(ft) || ft[i+1].Kind != pg.Token_TYPECAST || ft[i+1].Start != t.End {
 			return nil, false
 		}
+		if cut == len(parts)-1 {
+			next = int32(len(f)) + 1 // no more runs; the loop checks only PARAM tokens
+			for _, t := range ft[i+1:] {
+				if t.Kind == pg.Token_PARAM {
+					return nil, false
+				}
+			}
+			return parts, true
+		}
+		pos += width + int32(len(parts[cut]))
+		next, cut = pos, cut+1
 	}
-	return parts, true
+	return nil, false
 }
 
 // literalAfter reports whether a run of digits at start stands apart from the tokens

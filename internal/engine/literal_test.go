@@ -27,6 +27,8 @@ func TestLiteralParsesAsVerified(t *testing.T) {
 		`UPDATE inventory SET quantity = 1 WHERE sku = 'a'`,
 		`UPDATE inventory SET quantity = -1 WHERE sku = '$1'`,
 		`DELETE FROM inventory WHERE sku = $$ $1::bigint $$`,
+		`DELETE FROM inventory WHERE sku = $$$1::bigint $$ OR sku = '$1::bigint' OR sku = e'\'$1::bigint'/*$1::bigint*/`,
+		`UPDATE inventory AS "x$1::bigint" SET quantity = 1 WHERE "x$1::bigint".sku = 'a'`,
 		`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2`,
 		`UPDATE billing.invoices SET total = 1 /* $1 */ WHERE id = 2 -- $1` + "\n",
 		`UPDATE inventory SET quantity = 3 WHERE sku IN (SELECT sku FROM inventory ORDER BY 1 LIMIT 1)`,
@@ -53,6 +55,9 @@ func TestLiteralParsesAsVerified(t *testing.T) {
 		for _, epoch := range literalEpochs {
 			b := Bound{D: d, Query: q, Send: d.sql, Epoch: epoch, Fenced: true}
 			f, ok := b.Literal()
+			if !ok && strings.Contains(q, "$1::bigint") {
+				continue // the application's own text has the fence's bytes: the epoch stays a parameter
+			}
 			if !ok {
 				t.Errorf("%s: no literal form for epoch %d", d.sql, epoch)
 				continue
@@ -164,6 +169,22 @@ func TestLiteralRefused(t *testing.T) {
 	} {
 		if parts, ok := literalCheck(v, 7); ok {
 			t.Errorf("%s: cut into %q", v, parts)
+		}
+	}
+	// The fence's bytes in the application's text: where they follow a space, "(" or
+	// ",", F's scan shows them in a string and the epoch stays a parameter; elsewhere
+	// they are not cut, and the literal is made.
+	for q, want := range map[string]bool{
+		`DELETE FROM inventory WHERE sku = $$ $1::bigint $$`:                                                             false,
+		`DELETE FROM inventory WHERE sku = '($1::bigint'`:                                                                false,
+		`DELETE FROM inventory WHERE sku = 'a' /* ,$1::bigint */`:                                                        false,
+		`DELETE FROM inventory WHERE sku = $$$1::bigint $$ OR sku = '$1::bigint' OR sku = e'\'$1::bigint'/*$1::bigint*/`: true,
+		`UPDATE inventory AS "x$1::bigint" SET quantity = 1 WHERE "x$1::bigint".sku = 'a'`:                               true,
+	} {
+		d := Analyze(p, q)
+		b := Bound{D: d, Send: d.sql, Epoch: 5, Fenced: true}
+		if s, ok := b.Literal(); ok != want {
+			t.Errorf("%s: literal %q, %v; want %v", q, s, ok, want)
 		}
 	}
 	for _, v := range []string{`SELECT $1::bigint`, `SELECT ($1::bigint)`, `SELECT 1,$1::bigint`, "SELECT\n $1::bigint"} {
