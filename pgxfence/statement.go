@@ -151,16 +151,16 @@ func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kin
 	return c, append(send, c.Args...), nil
 }
 
-// querier runs the engine's queries (catalog reads, checks) on t, never in the
-// simple protocol (their arguments are the application's values) and always with an
-// explicit mode first, so that no argument is taken for one of pgx's options.
+// querier runs the engine's queries (catalog reads, checks) on t in
+// QueryExecModeExec, given first so that no argument is taken for one of pgx's
+// options: one round trip each on the unnamed statement. Never the simple protocol
+// (their arguments are the application's values), and not the pool's statement
+// cache either: the catalog is read once per snapshot and a check runs only after an
+// unusual result, so preparing them would cost a round trip each and keep a
+// statement per query on every connection.
 func (t target) querier(fe *fence) front.Querier {
-	mode := fe.mode
-	if mode == pgx.QueryExecModeSimpleProtocol {
-		mode = pgx.QueryExecModeExec
-	}
 	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := t.run.Query(ctx, sql, append([]any{mode}, args...)...)
+		rows, err := t.run.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 		if err != nil {
 			return nil, err
 		}
