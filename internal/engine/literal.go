@@ -172,8 +172,7 @@ func literalCheck(v string, epoch int64) ([]string, bool) {
 			i+1 == len(ft) || ft[i+1].Kind != pg.Token_TYPECAST || ft[i+1].Start != t.End {
 			return nil, false
 		}
-		if cut == len(parts)-1 {
-			next = int32(len(f)) + 1 // no more runs; the loop checks only PARAM tokens
+		if cut == len(parts)-1 { // the last run: no parameter token may follow
 			for _, t := range ft[i+1:] {
 				if t.Kind == pg.Token_PARAM {
 					return nil, false

@@ -212,3 +212,45 @@ func TestLiteralText(t *testing.T) {
 		t.Errorf("%v allocations per literal text after the first, want 1", n)
 	}
 }
+
+// FuzzLiteral: whatever the application's text, when Literal makes a literal text it
+// parses to the decided tree with the epoch as a constant in each ParamRef's place.
+//
+//	go test -run '^$' -fuzz FuzzLiteral -fuzztime 60s ./internal/engine/
+func FuzzLiteral(f *testing.F) {
+	for _, q := range []string{
+		`UPDATE inventory SET quantity = 1 WHERE sku = 'a'`,
+		`DELETE FROM inventory WHERE sku = $$ $1::bigint $$`,
+		`INSERT INTO inventory (sku) VALUES ('a') ON CONFLICT (sku) DO UPDATE SET quantity = 2`,
+		`UPDATE inventory AS "x$1::bigint" SET quantity = 1 /*,$1::bigint*/ WHERE sku = e'\'$1::bigint'`,
+		`MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED THEN DELETE`,
+	} {
+		f.Add(q, int64(1<<40))
+	}
+	p := testPolicy(f)
+	f.Fuzz(func(t *testing.T, q string, epoch int64) {
+		d := Analyze(p, q)
+		if d.act != ActRewrite || d.epochParam != 1 {
+			return
+		}
+		b := Bound{D: d, Send: d.sql, Epoch: epoch, Fenced: true}
+		s, ok := b.Literal()
+		if !ok {
+			return
+		}
+		if epoch <= 0 {
+			t.Fatalf("literal for epoch %d", epoch)
+		}
+		got, err := pg.ParseToJSON(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		var g any
+		if err := json.Unmarshal([]byte(got), &g); err != nil {
+			t.Fatal(err)
+		}
+		if exp := withConstant(treeJSON(t, d.sql), epoch); !reflect.DeepEqual(stripLocations(g), exp) {
+			t.Fatalf("%s does not parse as %s with the epoch as a constant", s, d.sql)
+		}
+	})
+}
