@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sqlfence/sqlfence"
@@ -221,5 +224,55 @@ func TestLiteralEpoch(t *testing.T) {
 	rows.Close()
 	if sent := tr.last(); strings.HasPrefix(sent, "0 ") || !strings.Contains(sent, "$1::bigint") {
 		t.Fatalf("through Query, sent %s", sent)
+	}
+}
+
+// TestLiteralEpochGuard: with the database's guard installed, a fenced statement
+// sent without arguments (the epoch written in as a literal) passes the guard at
+// int64's largest epoch, a stale one changes nothing, and the same literal text sent
+// by a session the driver did not open is rejected by the guard.
+func TestLiteralEpochGuard(t *testing.T) {
+	dsn, raw := newRawDB(t, schema)
+	const policy = "version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n"
+	if err := atkInstallGuard(dsn, policy); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sqlfence.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := sqlfence.LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &literalTracer{}
+	cfg.Tracer = tr
+	cfg.RuntimeParams[sqlfence.GuardSetting] = "on" // as the registered driver's startup message
+	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), p))
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const q = `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`
+	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, math.MaxInt64), q); err != nil {
+		t.Fatalf("fenced write under the guard: %v", err)
+	}
+	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, math.MaxInt64-1), q); !errors.Is(err, sqlfence.ErrFenced) {
+		t.Fatalf("stale epoch under the guard: %v", err)
+	}
+	sent, ok := strings.CutPrefix(tr.last(), "0 ")
+	if !ok || !strings.HasPrefix(sent, "/*sqlfence fenced: @") || !strings.Contains(sent, "9223372036854775806::bigint") {
+		t.Fatalf("sent %q", tr.last())
+	}
+	var pe *pgconn.PgError
+	if _, err := raw.ExecContext(ctx, strings.ReplaceAll(sent, "9223372036854775806", "9223372036854775807")); !errors.As(err, &pe) || pe.Code != "SF001" {
+		t.Fatalf("the literal text past the driver: %v, want the guard's SF001", err)
+	}
+	var state string
+	if err := raw.QueryRowContext(ctx, `SELECT quantity || ':' || writer_epoch FROM inventory WHERE sku = 'a'`).Scan(&state); err != nil || state != "1:9223372036854775807" {
+		t.Fatalf("row a = %q, %v", state, err)
 	}
 }
