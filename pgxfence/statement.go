@@ -78,7 +78,8 @@ func split(args []any, kind int) (options, []any) {
 // round trip, no prepared statement left on the server (poolers in transaction
 // mode) — and encodes arguments from their Go types as the simple protocol does.
 // Without arguments pgx uses the simple protocol anyway, and the text is sent as
-// decided.
+// decided (a fenced Exec with the epoch written in as a literal, checked against
+// the decided text: engine.Bound.Literal).
 func (fe *fence) sendMode(o *options, nargs int) (pgx.QueryExecMode, bool) {
 	mode := fe.mode
 	if o.hasMode {
