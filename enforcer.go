@@ -73,7 +73,11 @@ type call struct {
 // slice with the epoch appended.
 //
 // oneTrip asks, for a statement the application sent without arguments to a pgx
-// connection, that a fenced text go out in one round trip: see oneTripMode.
+// connection whose pinned settings are checked before every statement (conn.usable),
+// that a fenced text go out in one round trip, as the application's text would: with
+// the epoch written in as a literal (engine.Bound.Literal), so that there is still no
+// argument and pgx sends it in the simple protocol, or else (under a claim, whose key
+// is a string) with its parameters in oneTripMode.
 func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, args []driver.NamedValue, oneTrip bool) (call, error) {
 	if d.Act() == engine.ActPass {
 		if f.observing {
@@ -89,6 +93,12 @@ func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, a
 	c := call{Bound: b, args: args, user: user}
 	if !b.Fenced {
 		return c, nil
+	}
+	if oneTrip && len(args) == 0 {
+		if send, ok := b.Literal(); ok {
+			c.Send = send // no argument: pgx sends it as the application's own text
+			return c, nil
+		}
 	}
 	// A new slice of exactly the right size: the application's slice must not be
 	// written, and append would round its capacity up to the next size class.
@@ -114,7 +124,8 @@ func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, a
 }
 
 // oneTripMode is how a fenced statement that the application sent without
-// arguments goes out on a pgx connection. Without arguments pgx sends a text in one
+// arguments goes out on a pgx connection when its epoch cannot be written in as a
+// literal (under a claim). Without arguments pgx sends a text in one
 // simple-protocol round trip and keeps nothing on the server; the epoch parameter the
 // fence adds would make every new text (values inlined by an ORM) a prepare and an
 // execute of a new named statement: an extra round trip, and a server-side statement

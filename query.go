@@ -9,6 +9,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
@@ -21,11 +23,7 @@ func queryerQuerier(q driver.QueryerContext) engine.Querier {
 
 // queryAll runs query on the inner connection and returns every row.
 func queryAll(ctx context.Context, q driver.QueryerContext, query string, args ...any) ([][]any, error) {
-	named := make([]driver.NamedValue, len(args))
-	for i, a := range args {
-		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-	}
-	rows, err := q.QueryContext(ctx, query, named)
+	rows, err := q.QueryContext(ctx, query, ownArgs(q, args))
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +100,35 @@ func (r *stmtRows) Close() error {
 	return err
 }
 
+// ownArgs are the arguments of one of sqlfence's own queries (the catalog reads, the
+// checks after a write) on q. On pgx they are led by QueryExecModeExec: each query is
+// one round trip on the unnamed statement. In pgx's default mode each would be
+// prepared first, a second round trip, and kept in the connection's statement cache
+// for the connection's life, though the catalog is read once per snapshot and a check
+// runs only after an unusual result; and the simple protocol would splice the
+// arguments into the text.
+func ownArgs(q any, args []any) []driver.NamedValue {
+	lead := 0
+	if _, ok := q.(interface{ Conn() *pgx.Conn }); ok {
+		lead = 1
+	}
+	named := make([]driver.NamedValue, lead+len(args))
+	if lead == 1 {
+		named[0] = driver.NamedValue{Value: pgx.QueryExecModeExec}
+	}
+	for i, a := range args {
+		named[lead+i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return named
+}
+
 // connQuerier runs the engine's queries on the inner connection.
 func connQuerier(c driver.Conn) engine.Querier {
+	if q, ok := c.(driver.QueryerContext); ok {
+		if _, ok := c.(interface{ Conn() *pgx.Conn }); ok {
+			return queryerQuerier(q)
+		}
+	}
 	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
 		named := make([]driver.NamedValue, len(args))
 		for i, a := range args {

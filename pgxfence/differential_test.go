@@ -204,7 +204,12 @@ func TestDifferentialGolden(t *testing.T) {
 						t.Fatalf("no epoch: sent %q, err %v", sent[0], errs[1])
 					}
 				case rewrite:
-					if len(sent[0]) == 0 || sent[0][0] != out {
+					// Sent without arguments, the epoch may go as a literal
+					// (engine.Bound.Literal): the golden with its digits for $1.
+					digits := strconv.FormatInt(epoch, 10)
+					literal := strings.NewReplacer(" $1::bigint", " "+digits+"::bigint", "($1::bigint", "("+digits+"::bigint",
+						",$1::bigint", ","+digits+"::bigint").Replace(out)
+					if len(sent[0]) == 0 || sent[0][0] != out && (len(args) > 0 || sent[0][0] != literal) {
 						t.Fatalf("rewrite: sent %q, golden %q", sent[0], out)
 					}
 				}

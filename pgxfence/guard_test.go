@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +66,28 @@ func TestGuard(t *testing.T) {
 		t.Fatalf("CopyFrom under the guard: %v, want the guard's SF001", err)
 	}
 	if got := f.state(t, inventoryState); got != "a:1:7 b:2:7" {
+		t.Fatalf("data %q", got)
+	}
+
+	// Without arguments the epoch goes as a literal; the guard reads the marker, not
+	// the epoch's form, and lets it through at int64's largest epoch; a stale epoch
+	// changes nothing; the same literal text sent past the fence is rejected.
+	f.tr.take()
+	const q = `UPDATE inventory SET quantity = 3 WHERE sku = 'a'`
+	if _, err := pool.Exec(sqlfence.WithEpoch(ctx, math.MaxInt64), q); err != nil {
+		t.Fatalf("literal epoch under the guard: %v", err)
+	}
+	sent := f.tr.take()
+	if len(sent) != 1 || !strings.Contains(sent[0], "writer_epoch = 9223372036854775807::bigint") || strings.Contains(sent[0], "$1") {
+		t.Fatalf("sent %q", sent)
+	}
+	if _, err := pool.Exec(sqlfence.WithEpoch(ctx, math.MaxInt64-1), q); !errors.Is(err, sqlfence.ErrFenced) {
+		t.Fatalf("stale literal epoch under the guard: %v", err)
+	}
+	if _, err := f.raw.Exec(ctx, strings.ReplaceAll(sent[0], "9223372036854775807", "8")); !errors.As(err, &pe) || pe.Code != "SF001" {
+		t.Fatalf("the literal text past the fence: %v, want the guard's SF001", err)
+	}
+	if got := f.state(t, inventoryState); got != "a:3:9223372036854775807 b:2:7" {
 		t.Fatalf("data %q", got)
 	}
 }

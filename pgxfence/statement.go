@@ -78,7 +78,8 @@ func split(args []any, kind int) (options, []any) {
 // round trip, no prepared statement left on the server (poolers in transaction
 // mode) — and encodes arguments from their Go types as the simple protocol does.
 // Without arguments pgx uses the simple protocol anyway, and the text is sent as
-// decided.
+// decided (a fenced Exec with the epoch written in as a literal, checked against
+// the decided text: engine.Bound.Literal).
 func (fe *fence) sendMode(o *options, nargs int) (pgx.QueryExecMode, bool) {
 	mode := fe.mode
 	if o.hasMode {
@@ -124,6 +125,16 @@ func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kin
 	if c, err = fe.f.Bind(ctx, sql, args); err != nil {
 		return c, nil, err
 	}
+	if kind == forExec && len(args) == 0 && c.Fenced {
+		// Without arguments pgx sends the application's text in one simple-protocol
+		// round trip and prepares nothing; the epoch written in as a literal keeps it
+		// so (engine.Bound.Literal; fe.usable checked the session's pinned settings).
+		// Query keeps the parameter: pgx prepares a text without arguments there, and
+		// the literal would make every epoch a statement of its own.
+		if send, ok := c.Literal(); ok {
+			c.Send, c.Args = send, nil
+		}
+	}
 	mode, withMode := fe.sendMode(&o, len(c.Args))
 	if kind == forBatch || !withMode && !o.hasFormats {
 		return c, c.Args, nil
@@ -141,16 +152,16 @@ func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kin
 	return c, append(send, c.Args...), nil
 }
 
-// querier runs the engine's queries (catalog reads, checks) on t, never in the
-// simple protocol (their arguments are the application's values) and always with an
-// explicit mode first, so that no argument is taken for one of pgx's options.
+// querier runs the engine's queries (catalog reads, checks) on t in
+// QueryExecModeExec, given first so that no argument is taken for one of pgx's
+// options: one round trip each on the unnamed statement. Never the simple protocol
+// (their arguments are the application's values), and not the pool's statement
+// cache either: the catalog is read once per snapshot and a check runs only after an
+// unusual result, so preparing them would cost a round trip each and keep a
+// statement per query on every connection.
 func (t target) querier(fe *fence) front.Querier {
-	mode := fe.mode
-	if mode == pgx.QueryExecModeSimpleProtocol {
-		mode = pgx.QueryExecModeExec
-	}
 	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := t.run.Query(ctx, sql, append([]any{mode}, args...)...)
+		rows, err := t.run.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 		if err != nil {
 			return nil, err
 		}

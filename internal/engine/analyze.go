@@ -50,6 +50,9 @@ type Decision struct {
 	// variants holds the claim-checked decisions for this statement, one per claim
 	// table (claimVariant), made on first use.
 	variants atomic.Pointer[sync.Map] // spec string → *Decision; nil until the first use
+	// literal is the text cut at its epoch tokens, for Bound.Literal (literal.go);
+	// nil until the first use.
+	literal atomic.Pointer[literalForm]
 
 	catalog CatalogEffect // how the statement changes what resolve: catalog read
 
