@@ -122,6 +122,12 @@ func judge(pol *sqlfence.Policy, ev *evaluator, call *ast.CallExpr, site callSit
 	if site.questionMarks {
 		text = text.numberQuestionMarks()
 	}
+	if site.named {
+		var ok bool
+		if text, ok = text.compileNamed(bindDollar); !ok {
+			return nil // sqlx returns an error and sends nothing
+		}
+	}
 	if s, ok := text.known(); ok {
 		err := decide(pol, s)
 		var e *sqlfence.Error
