@@ -82,7 +82,11 @@ bigint or nullable (with the ALTER TABLE that fixes it), SF522 an unqualified na
 that matches tables in two schemas of the search path, SF523 a role that cannot read
 the catalog; findings at their line of the policy file. When the policy matches, the
 catalog's foreign keys, triggers and rules that make the driver refuse writes are
-reported (SF501, SF502, SF503).
+reported (SF501, SF502, SF503). The Go packages' statements are then decided with
+that database's catalog, as the driver decides them under resolve: catalog (writes
+through partitions, children and views of protected tables, functions by their
+bodies); without --dsn, from their text and the policy's names alone. Give the DSN
+of a database migrated to the schema the application runs against.
 
 A statement that does not parse is reported as an error, and the rest of its file is
 still checked.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqlfence/sqlfence/internal/cli/clitest"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
 // buildVetTool builds sqlfence-vet into a temporary directory. Without a go command
@@ -54,6 +55,7 @@ func TestCheckGoPackages(t *testing.T) {
 		clitest.WantCode(t, code, cmdutil.ExitFindings, stdout, stderr)
 		want := []string{
 			"admin/admin.go:17:10: SF306: sqlfence would refuse the SQL of this sql.DB.ExecContext call: table inventory: a string of 2 statements",
+			"catalog/catalog.go:14:2: SF413: sqlfence would refuse the SQL of this sql.DB.QueryRowContext call: call of stock_of",
 			"migrations/001_backfill.sql:1:1: SF801: ",
 			"shop.go:19:12: SF301: sqlfence would refuse the SQL of this sql.DB.ExecContext call: table inventory: TRUNCATE cannot be fenced",
 			"shop.go:24:12: SF805: this sql.DB.ExecContext call writes protected table inventory with SQL built at run time",
@@ -72,7 +74,7 @@ func TestCheckGoPackages(t *testing.T) {
 				t.Errorf("finding %d:\n%s\nwant it to start with\n%s", i, got[i], want[i])
 			}
 		}
-		clitest.WantContains(t, "stderr", stderr, "sqlfence check: 4 findings in Go packages ./... and 1 file (1 statement checked)")
+		clitest.WantContains(t, "stderr", stderr, "sqlfence check: 5 findings in Go packages ./... and 1 file (1 statement checked)")
 	})
 
 	t.Run("json", func(t *testing.T) {
@@ -108,6 +110,36 @@ func TestCheckGoPackages(t *testing.T) {
 		if loc := res[0].Locations[0].PhysicalLocation; loc.ArtifactLocation.URI != "admin/admin.go" || loc.Region.StartColumn != 10 {
 			t.Errorf("SF306 at %+v, want admin/admin.go column 10 (code points: é is one)", loc)
 		}
+	})
+
+	// --dsn reaches the analyzer: the catalog package's statements are decided with
+	// the database's catalog, and a policy the database does not match stops it.
+	t.Run("dsn", func(t *testing.T) {
+		dsn := pgtest.NewDB(t)
+		raw := clitest.PGConnect(t, dsn, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := raw.Exec(ctx, `
+			CREATE TABLE inventory (sku text, quantity int, writer_epoch bigint NOT NULL DEFAULT 0) PARTITION BY LIST (sku);
+			CREATE TABLE inventory_a PARTITION OF inventory FOR VALUES IN ('a');
+			CREATE FUNCTION stock_of(s text) RETURNS int LANGUAGE sql AS 'SELECT quantity FROM inventory WHERE sku = s';`); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := cli(t, append(base, "--format", "json", "--dsn", dsn, "example.com/shop/catalog")...)
+		clitest.WantCode(t, code, cmdutil.ExitFindings, stdout, stderr)
+		var res result
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		if got := where(res.Findings); !slices.Equal(got, []string{"catalog.go:13:2 SF301"}) {
+			t.Errorf("with --dsn: %v, want the partition's TRUNCATE only", got)
+		}
+
+		typo := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", "version: 1\ntables: [inventroy]\n")
+		stdout, stderr, code = cli(t, "--policy", typo, "--vettool", bin, "--dsn", dsn, "example.com/shop/catalog")
+		clitest.WantCode(t, code, cmdutil.ExitError, stdout, stderr)
+		clitest.WantContains(t, "stdout", stdout, "SF520")
+		clitest.WantContains(t, "stderr", stderr, "Go package example.com/shop/catalog: error: ", "-dsn", "inventroy")
 	})
 
 	t.Run("errors", func(t *testing.T) {
