@@ -6,6 +6,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/readme/gopackages.txt, which the README shows, with what check prints")
 
 // buildVetTool builds sqlfence-vet into a temporary directory. Without a go command
 // or the analyzer's module the test is skipped, except under CI=true, where it fails.
@@ -45,6 +48,14 @@ func buildVetTool(t *testing.T) string {
 // them are searched for .sql files only.
 func TestCheckGoPackages(t *testing.T) {
 	bin := buildVetTool(t)
+	golden, err := filepath.Abs("testdata/readme/gopackages.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := filepath.Abs("../../../contrib/analyzer/testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir("testdata/gomod")
 	t.Setenv("GOFLAGS", "-mod=mod")
 	t.Setenv("GOWORK", "off")
@@ -140,6 +151,24 @@ func TestCheckGoPackages(t *testing.T) {
 		clitest.WantCode(t, code, cmdutil.ExitError, stdout, stderr)
 		clitest.WantContains(t, "stdout", stdout, "SF520")
 		clitest.WantContains(t, "stderr", stderr, "Go package example.com/shop/catalog: error: ", "-dsn", "inventroy")
+	})
+
+	// The README's example: the analyzer's example module, sqlfence-vet on PATH.
+	t.Run("readme", func(t *testing.T) {
+		t.Chdir(example)
+		t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		args := []string{"--policy", "sqlfence.yaml", "./..."}
+		stdout, stderr, code := cli(t, args...)
+		clitest.WantCode(t, code, cmdutil.ExitFindings, stdout, stderr)
+		got := "$ sqlfence check " + strings.Join(args, " ") + "\n" + stdout + stderr
+		if *update {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want, err := os.ReadFile(golden); err != nil || string(want) != got {
+			t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", got, golden, want)
+		}
 	})
 
 	t.Run("errors", func(t *testing.T) {
