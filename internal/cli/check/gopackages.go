@@ -59,7 +59,7 @@ func findVetTool(flag string) (string, error) {
 	if p, err := exec.LookPath(vetTool); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("Go packages are checked by the Go analyzer %s, which is neither on PATH nor next to sqlfence: install it with\n\t%s\nor give its path with --vettool", vetTool, vetInstall)
+	return "", fmt.Errorf("the Go analyzer %s, which checks Go packages, is neither on PATH nor next to sqlfence: install it with\n\t%s\nor give its path with --vettool", vetTool, vetInstall)
 }
 
 // vetRun is one run of the analyzer over Go packages.
