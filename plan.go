@@ -3,6 +3,7 @@
 package sqlfence
 
 import (
+	"context"
 	"slices"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
@@ -36,14 +37,51 @@ type Plan struct {
 	CheckArgs []int
 }
 
-// Plan decides what sqlfence would do with query, without a database.
+// Plan decides what sqlfence would do with query, without a database: from the
+// statement's text and the policy's names alone, as a connector under resolve: none
+// does. [Policy.Planner] decides with a database's catalog.
 func (p *Policy) Plan(query string) Plan {
-	var out Plan
 	c, err := p.compile()
 	if err != nil {
-		out.Err = err
-		return out
+		return Plan{Err: err}
 	}
+	return plan(c, query)
+}
+
+// Planner decides statements as a connector to one database does: with the policy
+// resolved against that database's catalog when the policy says resolve: catalog
+// (the default), so partitions, children and views of protected tables, user
+// functions' bodies, triggers, rules and foreign-key actions count as they do for
+// the driver. The catalog is read once, when the Planner is made.
+type Planner struct{ c *engine.Policy }
+
+// Planner reads the catalog through query as a connector does before its first
+// statement (query runs one query with positional arguments and returns every row:
+// int8 as int64, text as string, bool as bool). A policy that does not match the
+// database (a missing table, an epoch column that is not bigint NOT NULL, an
+// ambiguous name) is an *Error matching ErrRefused, with the connector's code
+// (SF520–SF523), as the connector refuses every statement then. Under resolve: none
+// no catalog is read and the Planner decides as Plan does.
+func (p *Policy) Planner(ctx context.Context, query func(ctx context.Context, sql string, args ...any) ([][]any, error)) (*Planner, error) {
+	c, err := p.compile()
+	if err != nil {
+		return nil, err
+	}
+	if !c.ResolveCatalog {
+		return &Planner{c: c}, nil
+	}
+	r, err := engine.Resolve(ctx, query, c)
+	if err != nil {
+		return nil, catalogError(err)
+	}
+	return &Planner{c: r}, nil
+}
+
+// Plan decides what sqlfence would do with query on the Planner's database.
+func (pl *Planner) Plan(query string) Plan { return plan(pl.c, query) }
+
+func plan(c *engine.Policy, query string) Plan {
+	var out Plan
 	d := engine.Analyze(c, query)
 	if d.Act() == engine.ActRefuse {
 		out.Err = publicError(d.Refusal().ForStatement(query, 0))

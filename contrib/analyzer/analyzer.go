@@ -10,16 +10,19 @@
 package analyzer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
 	"go/types"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -43,7 +46,14 @@ $SQLFENCE_POLICY). Every refusal is reported with its rule code; a write to a
 protected table whose text is not known statically is SF805. Suppress a report with
 a comment on the call's line or the line before it:
 	//sqlfence:ignore SF301 nightly reset, runs under the guard override
-A code after the marker limits it to that rule; a reason is required.`
+A code after the marker limits it to that rule; a reason is required.
+
+Without -dsn, statements are decided from their text and the policy's names, as the
+driver does under resolve: none. With -dsn DSN they are decided with that database's
+catalog, as the driver decides them under resolve: catalog (the default): writes
+through partitions, inheritance children and views of protected tables, functions
+judged by their bodies, triggers, rules and foreign-key actions. Give the DSN of a
+database migrated to the schema the application runs against.`
 
 func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 	a := &analysis.Analyzer{
@@ -51,25 +61,60 @@ func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 		Doc:  doc,
 		URL:  "https://github.com/sqlfence/sqlfence/tree/main/contrib/analyzer",
 	}
-	var path string
+	var path, dsn string
 	if pol == nil {
 		a.Flags.StringVar(&path, "policy", "", "sqlfence policy file (default $"+sqlfence.PolicyEnv+"); under go vet give an absolute path, since vet runs the tool in each package's directory")
 	}
-	load := sync.OnceValues(func() (*sqlfence.Policy, error) {
-		if pol != nil {
-			return pol, nil
+	a.Flags.StringVar(&dsn, "dsn", "", "decide with this database's catalog, as the driver does under resolve: catalog (the default): partitions, children and views of protected tables, functions by their bodies, triggers, rules; read once per process (under go vet, once per package)")
+	load := sync.OnceValues(func() (*rules, error) {
+		p := pol
+		if p == nil {
+			var err error
+			if p, err = LoadPolicy(path); err != nil {
+				return nil, err
+			}
 		}
-		return LoadPolicy(path)
-	})
-	a.Run = func(pass *analysis.Pass) (any, error) {
-		p, err := load()
+		if dsn == "" {
+			return &rules{pol: p, plan: p.Plan}, nil
+		}
+		pl, err := planner(p, dsn)
 		if err != nil {
 			return nil, err
 		}
-		run(pass, p)
+		return &rules{pol: p, plan: pl.Plan}, nil
+	})
+	a.Run = func(pass *analysis.Pass) (any, error) {
+		r, err := load()
+		if err != nil {
+			return nil, err
+		}
+		run(pass, r)
 		return nil, nil
 	}
 	return a
+}
+
+// rules are what the analyzer judges by: the policy, and the decision of a statement
+// — from its text alone, or with the catalog of the -dsn database.
+type rules struct {
+	pol  *sqlfence.Policy
+	plan func(query string) sqlfence.Plan
+}
+
+// planner reads the catalog of the database at dsn, as a connector to it would.
+func planner(pol *sqlfence.Policy, dsn string) (*sqlfence.Planner, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := cmdutil.Connect(ctx, dsn, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sqlfence: -dsn: %w", err)
+	}
+	defer conn.Close(context.Background())
+	pl, err := pol.Planner(ctx, cmdutil.QueryFunc(conn))
+	if err != nil {
+		return nil, fmt.Errorf("sqlfence: -dsn: the policy %s against %s: %w", pol.Source, cmdutil.DescribeTarget(conn.Config()), err)
+	}
+	return pl, nil
 }
 
 // LoadPolicy loads the policy file at path, or at $SQLFENCE_POLICY when path is "",
@@ -90,7 +135,7 @@ func LoadPolicy(path string) (*sqlfence.Policy, error) {
 	return sqlfence.LoadPolicy(path)
 }
 
-func run(pass *analysis.Pass, pol *sqlfence.Policy) {
+func run(pass *analysis.Pass, r *rules) {
 	ev := newEvaluator(pass)
 	for _, f := range pass.Files {
 		ignores := newIgnores(pass, f)
@@ -103,7 +148,7 @@ func run(pass *analysis.Pass, pol *sqlfence.Policy) {
 			if !ok {
 				return true
 			}
-			for _, d := range judge(pol, ev, call, site) {
+			for _, d := range judge(r, ev, call, site) {
 				ignores.report(d)
 			}
 			return true
@@ -113,24 +158,30 @@ func run(pass *analysis.Pass, pol *sqlfence.Policy) {
 }
 
 // judge decides one database call: the diagnostics it deserves, before suppressions.
-func judge(pol *sqlfence.Policy, ev *evaluator, call *ast.CallExpr, site callSite) []analysis.Diagnostic {
+func judge(r *rules, ev *evaluator, call *ast.CallExpr, site callSite) []analysis.Diagnostic {
 	arg := call.Args[site.arg]
 	if site.copyFrom {
-		return copyFromDiagnostics(pol, ev, call, arg)
+		return copyFromDiagnostics(r.pol, ev, call, arg)
 	}
 	text := ev.eval(arg, nil, 0)
 	if site.questionMarks {
 		text = text.numberQuestionMarks()
 	}
+	if site.named {
+		var ok bool
+		if text, ok = text.compileNamed(bindDollar); !ok {
+			return nil // sqlx returns an error and sends nothing
+		}
+	}
 	if s, ok := text.known(); ok {
-		err := decide(pol, s)
+		err := decide(r, s)
 		var e *sqlfence.Error
 		if err == nil || site.byShape && errors.As(err, &e) && e.Code == rulecode.ParseError {
 			return nil
 		}
 		return []analysis.Diagnostic{refusalDiagnostic(call, site, err)}
 	}
-	if table := text.protectedWrite(pol); table != "" {
+	if table := text.protectedWrite(r.pol); table != "" {
 		return []analysis.Diagnostic{{
 			Pos: call.Pos(), End: call.End(), Category: rulecode.DynamicWrite,
 			Message: fmt.Sprintf("%s: this %s writes protected table %s with SQL built at run time, so no check before it runs can tell whether the driver fences or refuses it; build the statement from constants, with parameters ($1, $2…) for the values",
@@ -143,8 +194,8 @@ func judge(pol *sqlfence.Policy, ev *evaluator, call *ast.CallExpr, site callSit
 // decide is the driver's verdict on a statement sent from application code: the
 // engine's refusal, or, for a write to a claim table's epoch or status column, the
 // refusal the driver gives every caller but its claim helpers.
-func decide(pol *sqlfence.Policy, query string) error {
-	plan := pol.Plan(query)
+func decide(r *rules, query string) error {
+	pol, plan := r.pol, r.plan(query)
 	if plan.Err != nil || plan.ClaimTable == "" {
 		return plan.Err
 	}

@@ -17,6 +17,8 @@ type callSite struct {
 	// the text reaches the driver (GORM, bun, sqlx's Rebind).
 	questionMarks bool
 	copyFrom      bool // arg is a pgx.Identifier naming the table COPY FROM writes
+	// named: sqlx compiles the text's :name parameters into $1, $2, … first.
+	named bool
 	// byShape: the call was recognised by its method's shape alone, so its text
 	// may not be SQL at all: text that does not parse is not reported.
 	byShape bool
@@ -73,6 +75,11 @@ func classify(info *types.Info, call *ast.CallExpr) (callSite, bool) {
 	case sig.Recv() == nil:
 		// sqlx's package functions: sqlx.Get(db, &dest, query, args...).
 		if pkg == pkgSqlx {
+			if i, ok := sqlxNamedFuncs[name]; ok {
+				s, ok := site(i)
+				s.named = true
+				return s, ok
+			}
 			switch name {
 			case "Get", "Select", "MustExec":
 				return site(map[string]int{"Get": 2, "Select": 2, "MustExec": 1}[name])
@@ -94,6 +101,11 @@ func classify(info *types.Info, call *ast.CallExpr) (callSite, bool) {
 	case pkg == pkgPgx && recv == "Batch" && name == "Queue":
 		return site(0)
 	case pkg == pkgSqlx:
+		if i, ok := sqlxNamedMethods[name]; ok {
+			s, ok := site(i)
+			s.named = true
+			return s, ok
+		}
 		if i, ok := sqlxMethods[name]; ok {
 			return site(i)
 		}

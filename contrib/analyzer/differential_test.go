@@ -214,7 +214,7 @@ func TestBenignCorpus(t *testing.T) {
 	// Files under `--! policy: catalog` pass the driver only with the catalog (an
 	// extension's own functions, a materialized view's query): the analyzer decides
 	// from the text alone, as the driver does under resolve: none, so they are not
-	// the analyzer's benign corpus.
+	// this test's; TestBenignCorpusCatalog decides them with -dsn.
 	files, _ := filepath.Glob("../../testdata/benign/*.sql")
 	var stmts []stmt
 	for _, f := range files {

@@ -83,8 +83,12 @@ func newEvaluator(pass *analysis.Pass) *evaluator {
 			case *ast.AssignStmt:
 				for i, l := range n.Lhs {
 					var value ast.Expr
-					if len(n.Lhs) == len(n.Rhs) && (n.Tok == token.ASSIGN || n.Tok == token.DEFINE || n.Tok == token.ADD_ASSIGN) {
+					switch {
+					case len(n.Lhs) == len(n.Rhs) && (n.Tok == token.ASSIGN || n.Tok == token.DEFINE || n.Tok == token.ADD_ASSIGN):
 						value = n.Rhs[i]
+					case i == 0 && len(n.Rhs) == 1 && n.Tok != token.ADD_ASSIGN && ev.returnsQuery(n.Rhs[0]):
+						// q, args, err := sqlx.Named(…): q is the call's query.
+						value = n.Rhs[0]
 					}
 					assign(l, value)
 				}
@@ -189,7 +193,20 @@ func (ev *evaluator) variable(v *types.Var, depth int) text {
 
 func (ev *evaluator) call(call *ast.CallExpr, bound env, depth int) text {
 	fn := funcOf(ev.pass.TypesInfo, call)
-	if fn == nil || call.Ellipsis.IsValid() {
+	if fn == nil {
+		return holeText
+	}
+	if q, bind, ok := ev.sqlxQuery(call, fn); ok {
+		t := ev.eval(call.Args[q], bound, depth+1)
+		if bind == 0 {
+			return t
+		}
+		if t, ok = t.compileNamed(bind); !ok {
+			return holeText
+		}
+		return t
+	}
+	if call.Ellipsis.IsValid() {
 		return holeText
 	}
 	if fn.Pkg() != nil && fn.Pkg().Path() == "fmt" && fn.Name() == "Sprintf" && len(call.Args) > 0 {
@@ -305,4 +322,48 @@ func isInteger(t types.Type) bool {
 	}
 	b, ok := t.Underlying().(*types.Basic)
 	return ok && b.Info()&types.IsInteger != 0
+}
+
+// sqlxQuery recognises sqlx's functions whose first result is their query argument
+// rewritten: sqlx.Named (:name → ?), sqlx.BindNamed with a constant bindvar type,
+// (*sqlx.DB).BindNamed and (*sqlx.Tx).BindNamed ($n, the handle's PostgreSQL
+// bindvar), and sqlx.In, whose ? for a slice becomes one ? per element — the same
+// statement to the engine, which decides by shape. q is the query's argument index,
+// bind the bindvar type its names become (0: In, no names).
+func (ev *evaluator) sqlxQuery(call *ast.CallExpr, fn *types.Func) (q, bind int, ok bool) {
+	if fn.Pkg() == nil || fn.Pkg().Path() != pkgSqlx {
+		return 0, 0, false
+	}
+	sig, _ := fn.Type().(*types.Signature)
+	method := sig != nil && sig.Recv() != nil
+	switch {
+	case fn.Name() == "Named" && !method && len(call.Args) == 2:
+		return 0, bindQuestion, true
+	case fn.Name() == "BindNamed" && method && len(call.Args) == 2:
+		return 0, bindDollar, true
+	case fn.Name() == "BindNamed" && !method && len(call.Args) == 3:
+		if tv, ok := ev.pass.TypesInfo.Types[call.Args[0]]; ok && tv.Value != nil {
+			if b, exact := constant.Int64Val(tv.Value); exact && (b == bindQuestion || b == bindDollar) {
+				return 1, int(b), true
+			}
+		}
+	case fn.Name() == "In" && !method && len(call.Args) >= 1:
+		return 0, 0, true
+	}
+	return 0, 0, false
+}
+
+// returnsQuery says whether e is a call of one of sqlxQuery's functions, whose first
+// result the evaluator can follow.
+func (ev *evaluator) returnsQuery(e ast.Expr) bool {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	fn := funcOf(ev.pass.TypesInfo, call)
+	if fn == nil {
+		return false
+	}
+	_, _, ok = ev.sqlxQuery(call, fn)
+	return ok
 }

@@ -12,6 +12,7 @@
 //	        type: module
 //	        settings:
 //	          policy: sqlfence.yaml
+//	          dsn: postgres://…   # optional: decide with this database's catalog
 package golangci
 
 import (
@@ -30,19 +31,29 @@ type Settings struct {
 	// Policy is the path of the sqlfence policy file, relative to where golangci-lint
 	// runs; "" reads $SQLFENCE_POLICY.
 	Policy string `json:"policy"`
+	// DSN, when set, is a database whose catalog decides the statements, as the
+	// driver decides them under resolve: catalog (sqlfence-vet's -dsn); read once per
+	// golangci-lint run.
+	DSN string `json:"dsn"`
 }
 
 // New is the plugin's constructor, as golangci-lint calls it with the settings.
 func New(settings any) (register.LinterPlugin, error) {
 	s, err := register.DecodeSettings[Settings](settings)
 	if err != nil {
-		return nil, fmt.Errorf("sqlfence plugin settings: %w (the one setting is policy: PATH)", err)
+		return nil, fmt.Errorf("sqlfence plugin settings: %w (the settings are policy: PATH and dsn: DSN)", err)
 	}
 	pol, err := analyzer.LoadPolicy(s.Policy)
 	if err != nil {
 		return nil, err
 	}
-	return plugin{analyzer.New(pol)}, nil
+	a := analyzer.New(pol)
+	if s.DSN != "" {
+		if err := a.Flags.Set("dsn", s.DSN); err != nil {
+			return nil, err
+		}
+	}
+	return plugin{a}, nil
 }
 
 type plugin struct{ a *analysis.Analyzer }

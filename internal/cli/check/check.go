@@ -5,6 +5,7 @@ package check
 
 import (
 	"cmp"
+	"context"
 	"io"
 	"os"
 	"slices"
@@ -13,16 +14,25 @@ import (
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
-const usage = `Usage: sqlfence check --policy sqlfence.yaml [flags] PATH...
-       sqlfence check --policy sqlfence.yaml --dsn postgres://… [PATH...]
+const usage = `Usage: sqlfence check --policy sqlfence.yaml [flags] PATH... [PACKAGES]
+       sqlfence check --policy sqlfence.yaml --dsn postgres://… [PATH...] [PACKAGES]
 
 Lints SQL that does not go through the sqlfence driver — migrations, maintenance
 scripts, seed files — for writes to protected tables that would bypass the fence, and
-SQL string literals in Go source for statements the driver would refuse.
+the SQL that Go code sends through the driver for statements it would refuse.
 
 PATH is a file or a directory (searched recursively for *.sql and *.go files;
 directories named testdata, vendor, node_modules or starting with . or _ are skipped,
 and so are *_test.go files unless --tests is given).
+
+PACKAGES are Go package patterns: an argument with ... (./..., ./internal/...,
+example.com/shop/...), or an import path not on disk whose first element has a dot
+(example.com/shop/db). They are checked by the Go analyzer, sqlfence-vet, with the
+same policy (and --dsn, --tests), and its reports join the findings; directories
+given with them are then searched for *.sql files only. sqlfence-vet is found by
+--vettool, next to the sqlfence binary, or on PATH; install it with
+  go install github.com/sqlfence/sqlfence/contrib/analyzer/cmd/sqlfence-vet@latest
+To check a directory's Go package with the analyzer, write it as ./dir/...
 
 In .sql files, every statement that writes a protected table is a finding unless it
 is fenced by hand:
@@ -38,7 +48,7 @@ comparison is a top-level AND condition; tables in mode repeatable may use <=.
 TRUNCATE, COPY FROM, DO blocks, and anything else the driver refuses outright are
 always findings.
 
-In .go files, string constants passed as the query of Exec, ExecContext, Query,
+In .go files found in directories (read without types), string constants passed as the query of Exec, ExecContext, Query,
 QueryContext, QueryRow, QueryRowContext, Prepare, PrepareContext (pgx's
 Prepare(ctx, name, sql) too) and pgx Batch.Queue are checked as the driver would
 check them: a statement it refuses is a finding. Only literals, concatenations of
@@ -46,7 +56,7 @@ literals and constants declared in the same package are seen; strings that do no
 parse as SQL are skipped, except statements with ? placeholders, which the driver
 refuses (SF321). pgx CopyFrom into a protected table is a finding. For the SQL that
 reaches database calls through variables, helpers and fmt.Sprintf, with the types
-known, use the Go analyzer (contrib/analyzer, sqlfence-vet).
+known, give Go packages (./...) instead.
 
 Suppress a finding with a comment that starts with sqlfence:ignore and gives a
 reason, directly before the statement (only comments in between) in SQL, or on the
@@ -72,7 +82,11 @@ bigint or nullable (with the ALTER TABLE that fixes it), SF522 an unqualified na
 that matches tables in two schemas of the search path, SF523 a role that cannot read
 the catalog; findings at their line of the policy file. When the policy matches, the
 catalog's foreign keys, triggers and rules that make the driver refuse writes are
-reported (SF501, SF502, SF503).
+reported (SF501, SF502, SF503). The Go packages' statements are then decided with
+that database's catalog, as the driver decides them under resolve: catalog (writes
+through partitions, children and views of protected tables, functions by their
+bodies); without --dsn, from their text and the policy's names alone. Give the DSN
+of a database migrated to the schema the application runs against.
 
 A statement that does not parse is reported as an error, and the rest of its file is
 still checked.
@@ -91,24 +105,45 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	format := f.String("format", "text", "output format: text, json or sarif")
 	withGo := f.Bool("go", true, "also check SQL string literals in .go files found in directories")
 	withTests := f.Bool("tests", false, "also check *_test.go files found in directories")
-	dsn := f.String("dsn", "", "also check the policy against this database, as the driver does before its first statement")
-	paths, code, done := f.Parse(args, stdout, stderr)
+	dsn := f.String("dsn", "", "also check the policy against this database, as the driver does before its first statement, and decide the Go packages' statements with its catalog")
+	vettool := f.String("vettool", "", "the Go analyzer that checks Go packages (default: "+vetTool+" next to sqlfence, else on PATH)")
+	args, code, done := f.Parse(args, stdout, stderr)
 	if done {
 		return code
+	}
+	var paths, packages []string
+	for _, a := range args {
+		if isPackagePattern(a) {
+			packages = append(packages, a)
+		} else {
+			paths = append(paths, a)
+		}
 	}
 	switch *format {
 	case "text", "json", "sarif":
 	default:
 		return f.UsageError(stderr, "--format must be text, json or sarif, not %q", *format)
 	}
-	if len(paths) == 0 && *dsn == "" {
-		return f.UsageError(stderr, "no PATH to check: give .sql files or directories, for example: sqlfence check --policy sqlfence.yaml migrations/")
+	if len(args) == 0 && *dsn == "" {
+		return f.UsageError(stderr, "no PATH to check: give .sql files, directories or Go packages, for example: sqlfence check --policy sqlfence.yaml migrations/ ./...")
 	}
 	pol, err := cmdutil.LoadPolicy(*policyPath)
 	if err != nil {
 		return cmdutil.Fail(stderr, "check", err)
 	}
-	sqlFiles, goFiles, err := collectFiles(paths, *withGo, *withTests)
+	path := *policyPath
+	if path == "" {
+		path = os.Getenv(sqlfence.PolicyEnv)
+	}
+	var tool string
+	if len(packages) > 0 {
+		if tool, err = findVetTool(*vettool); err != nil {
+			return cmdutil.Fail(stderr, "check", err)
+		}
+	}
+	// With Go packages the analyzer reads the Go source; directories are then
+	// searched for .sql files only, so no call is reported twice.
+	sqlFiles, goFiles, err := collectFiles(paths, *withGo && len(packages) == 0, *withTests)
 	if err != nil {
 		return cmdutil.Fail(stderr, "check", err)
 	}
@@ -129,11 +164,11 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		checkSQLFile(p, srcs[i], filePolicy, writers, res)
 	}
 	checkGoFiles(goFiles, pol, res)
+	if len(packages) > 0 {
+		res.Packages = packages
+		checkGoPackages(context.Background(), vetRun{tool: tool, patterns: packages, policyPath: path, dsn: *dsn, tests: *withTests}, res)
+	}
 	if *dsn != "" {
-		path := *policyPath
-		if path == "" {
-			path = os.Getenv(sqlfence.PolicyEnv)
-		}
 		if err := checkDatabase(*dsn, path, pol, res); err != nil {
 			return cmdutil.Fail(stderr, "check", err)
 		}

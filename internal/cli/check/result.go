@@ -42,6 +42,7 @@ type result struct {
 	Suppressed []finding   `json:"suppressed"`
 	Errors     []fileError `json:"errors"`
 	Files      int         `json:"files"`
+	Packages   []string    `json:"go_packages,omitempty"` // the patterns the Go analyzer checked
 	Statements int         `json:"statements"`
 }
 

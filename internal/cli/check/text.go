@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
@@ -30,8 +31,16 @@ func writeText(stdout, stderr io.Writer, res *result) {
 	if n := len(res.Suppressed); n > 0 {
 		suppressed = fmt.Sprintf(", %d suppressed", n)
 	}
-	summary := fmt.Sprintf("%d %s%s in %d %s (%d %s checked)", len(res.Findings), cmdutil.Plural(len(res.Findings), "finding", "findings"),
-		suppressed, res.Files, cmdutil.Plural(res.Files, "file", "files"), res.Statements, cmdutil.Plural(res.Statements, "statement", "statements"))
+	where := fmt.Sprintf("%d %s (%d %s checked)", res.Files, cmdutil.Plural(res.Files, "file", "files"), res.Statements, cmdutil.Plural(res.Statements, "statement", "statements"))
+	if len(res.Packages) > 0 {
+		pkgs := "Go packages " + strings.Join(res.Packages, " ")
+		if res.Files == 0 {
+			where = pkgs
+		} else {
+			where = pkgs + " and " + where
+		}
+	}
+	summary := fmt.Sprintf("%d %s%s in %s", len(res.Findings), cmdutil.Plural(len(res.Findings), "finding", "findings"), suppressed, where)
 	files, stmts := 0, 0
 	for _, e := range res.Errors {
 		if e.Statement != "" {

@@ -1,7 +1,8 @@
 // Command sqlfence-vet runs sqlfence's analyzer: as a vet tool
 // (go vet -vettool=$(which sqlfence-vet) -policy=$PWD/sqlfence.yaml ./...), on its
 // own (sqlfence-vet -policy sqlfence.yaml ./..., with -json for JSON), or with
-// -sarif for a SARIF log in the shape sqlfence check writes.
+// -sarif for a SARIF log in the shape sqlfence check writes. -dsn DSN decides the
+// statements with that database's catalog; sqlfence check ./... runs it with -json.
 package main
 
 import (

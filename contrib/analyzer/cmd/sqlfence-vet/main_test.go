@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/govet.txt, which the README shows, with what go vet prints")
 
 func buildTool(t *testing.T) (bin, example string) {
 	t.Helper()
@@ -59,6 +62,17 @@ func TestVetTool(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "shop.go:18:12: SF301: ") || !strings.Contains(stderr, "shop.go:23:12: SF805: ") ||
 		strings.Contains(stderr, "shop.go:13") {
 		t.Errorf("go vet -vettool: exit %d, want the SF301 and SF805 reports only:\n%s", code, stderr)
+	}
+	// The README shows it as the user types it.
+	golden := "testdata/govet.txt"
+	vet := "$ go vet -vettool=$(which sqlfence-vet) -policy=$PWD/sqlfence.yaml ./...\n" + stderr
+	if *update {
+		if err := os.WriteFile(golden, []byte(vet), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, err := os.ReadFile(golden); err != nil || string(want) != vet {
+		t.Errorf("go vet printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", vet, golden, want)
 	}
 
 	stdout, stderr, code := run(t, example, bin, "-policy", policy, "-json", "./...")

@@ -37,3 +37,43 @@ type Queryer interface {
 
 func Get(q Queryer, dest any, query string, args ...any) error    { return nil }
 func Select(q Queryer, dest any, query string, args ...any) error { return nil }
+
+const QUESTION = 1
+
+type Conn struct{ *sql.Conn }
+
+type NamedStmt struct{}
+
+func (n *NamedStmt) Exec(arg any) (sql.Result, error) { return nil, nil }
+
+type Ext interface {
+	Queryer
+	Exec(query string, args ...any) (sql.Result, error)
+}
+
+func (db *DB) NamedExec(query string, arg any) (sql.Result, error) { return nil, nil }
+func (db *DB) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
+	return nil, nil
+}
+func (db *DB) NamedQuery(query string, arg any) (*Rows, error) { return nil, nil }
+func (db *DB) NamedQueryContext(ctx context.Context, query string, arg any) (*Rows, error) {
+	return nil, nil
+}
+func (db *DB) PrepareNamed(query string) (*NamedStmt, error) { return nil, nil }
+func (db *DB) PrepareNamedContext(ctx context.Context, query string) (*NamedStmt, error) {
+	return nil, nil
+}
+func (db *DB) BindNamed(query string, arg any) (string, []any, error) { return query, nil, nil }
+func (tx *Tx) NamedExec(query string, arg any) (sql.Result, error)    { return nil, nil }
+func (tx *Tx) PrepareNamed(query string) (*NamedStmt, error)          { return nil, nil }
+func (c *Conn) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
+	return nil, nil
+}
+
+func Named(query string, arg any) (string, []any, error)                   { return query, nil, nil }
+func BindNamed(bindType int, query string, arg any) (string, []any, error) { return query, nil, nil }
+func In(query string, args ...any) (string, []any, error)                  { return query, nil, nil }
+func NamedExec(e Ext, query string, arg any) (sql.Result, error)           { return nil, nil }
+func NamedQueryContext(ctx context.Context, e Ext, query string, arg any) (*Rows, error) {
+	return nil, nil
+}

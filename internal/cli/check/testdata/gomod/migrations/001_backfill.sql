@@ -1,0 +1,1 @@
+UPDATE inventory SET quantity = 0 WHERE quantity IS NULL;
