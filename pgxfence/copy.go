@@ -6,14 +6,12 @@ package pgxfence
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
-	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // copyFrom decides the copy as the INSERT it amounts to (INSERT INTO table
@@ -30,23 +28,8 @@ func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Id
 	if len(table) == 0 || len(columns) == 0 {
 		return t.run.CopyFrom(ctx, table, columns, src) // pgx reports it
 	}
-	var b strings.Builder
-	b.WriteString("INSERT INTO " + table.Sanitize() + " (")
-	for i, c := range columns {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(sqlident.Quote(c))
-	}
-	b.WriteString(") VALUES (")
-	for i := range columns {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(i+1))
-	}
-	b.WriteString(")")
-	c, _, err := fe.prepare(ctx, t, b.String(), make([]any, len(columns)), forBatch)
+	insert := front.CopyInsert(table, columns)
+	c, _, err := fe.prepare(ctx, t, insert, make([]any, len(columns)), forBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -55,9 +38,8 @@ func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Id
 	}
 	tables := c.D.Tables()
 	if len(tables) != 1 {
-		return 0, &sqlfence.Error{Kind: sqlfence.ErrRefused, Code: rulecode.CopyFrom, Table: c.D.TableNames(), Epoch: c.Epoch, Statement: b.String(),
-			Reason: "CopyFrom into a relation that is not one protected table cannot be fenced",
-			Fix:    "insert the rows with INSERT … SELECT FROM unnest($1::…[]) under an epoch"}
+		return 0, &sqlfence.Error{Kind: sqlfence.ErrRefused, Code: rulecode.CopyFrom, Table: c.D.TableNames(), Epoch: c.Epoch, Statement: insert,
+			Reason: front.CopyManyReason, Fix: front.CopyManyFix}
 	}
 	cols := append(append(make([]string, 0, len(columns)+1), columns...), tables[0].EpochColumn)
 	stamped := &stampSource{src: src, epoch: c.Epoch}

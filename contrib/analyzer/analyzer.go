@@ -161,7 +161,7 @@ func run(pass *analysis.Pass, r *rules) {
 func judge(r *rules, ev *evaluator, call *ast.CallExpr, site callSite) []analysis.Diagnostic {
 	arg := call.Args[site.arg]
 	if site.copyFrom {
-		return copyFromDiagnostics(r.pol, ev, call, arg)
+		return copyFromDiagnostics(r, ev, call, site)
 	}
 	text := ev.eval(arg, nil, 0)
 	if site.questionMarks {
@@ -182,13 +182,19 @@ func judge(r *rules, ev *evaluator, call *ast.CallExpr, site callSite) []analysi
 		return []analysis.Diagnostic{refusalDiagnostic(call, site, err)}
 	}
 	if table := text.protectedWrite(r.pol); table != "" {
-		return []analysis.Diagnostic{{
-			Pos: call.Pos(), End: call.End(), Category: rulecode.DynamicWrite,
-			Message: fmt.Sprintf("%s: this %s writes protected table %s with SQL built at run time, so no check before it runs can tell whether the driver fences or refuses it; build the statement from constants, with parameters ($1, $2…) for the values",
-				rulecode.DynamicWrite, site.name, table),
-		}}
+		return []analysis.Diagnostic{dynamicWrite(call, site, table)}
 	}
 	return nil
+}
+
+// dynamicWrite is SF805: a call that writes a protected table with SQL (or, for
+// CopyFrom, a table or column list) known only at run time.
+func dynamicWrite(call *ast.CallExpr, site callSite, table string) analysis.Diagnostic {
+	return analysis.Diagnostic{
+		Pos: call.Pos(), End: call.End(), Category: rulecode.DynamicWrite,
+		Message: fmt.Sprintf("%s: this %s writes protected table %s with SQL built at run time, so no check before it runs can tell whether the driver fences or refuses it; build the statement from constants, with parameters ($1, $2…) for the values",
+			rulecode.DynamicWrite, site.name, table),
+	}
 }
 
 // decide is the driver's verdict on a statement sent from application code: the

@@ -1,42 +1,69 @@
-// pgx's CopyFrom: COPY FROM into a protected table cannot carry an epoch.
+// pgx's CopyFrom, judged as the pgx front decides it: as the INSERT the copy amounts to.
 
 package analyzer
 
 import (
-	"fmt"
 	"go/ast"
-	"strings"
 
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
-// copyFromDiagnostics judges CopyFrom(ctx, pgx.Identifier{...}, ...): the driver
-// refuses COPY FROM into a protected table (SF302), and the pgx front does too.
-func copyFromDiagnostics(pol *sqlfence.Policy, ev *evaluator, call *ast.CallExpr, arg ast.Expr) []analysis.Diagnostic {
-	lit, ok := ast.Unparen(arg).(*ast.CompositeLit)
-	if !ok || len(lit.Elts) == 0 || len(lit.Elts) > 2 {
-		return nil
+// copyFromDiagnostics judges CopyFrom(ctx, table, columns, src). The pgx front
+// decides a copy as INSERT INTO table (columns) VALUES ($1, …) (front.CopyInsert):
+// into an unprotected table it passes, into one protected table it is fenced (every
+// row gets the epoch), and what the INSERT would be refused for (the epoch column
+// among the columns, a claim table's columns) the copy is refused for, as is a copy
+// into a relation over several protected tables. A table or column list that is not
+// a list of constants cannot be decided here: into a protected table that is SF805.
+func copyFromDiagnostics(r *rules, ev *evaluator, call *ast.CallExpr, site callSite) []analysis.Diagnostic {
+	table, ok := constList(ev, call.Args[site.arg])
+	if !ok || len(table) == 0 || len(table) > 2 {
+		return nil // not a name the policy can match: nothing to say
 	}
-	var parts []string
+	var columns []string
+	if site.arg+1 < len(call.Args) {
+		columns, ok = constList(ev, call.Args[site.arg+1])
+	}
+	insert := front.CopyInsert(table, columns)
+	if !ok || len(columns) == 0 {
+		schema, name := "", table[len(table)-1]
+		if len(table) == 2 {
+			schema = table[0]
+		}
+		t, _ := r.pol.Match(schema, name)
+		if t == nil || ok { // no columns: pgx reports the error itself
+			return nil
+		}
+		return []analysis.Diagnostic{dynamicWrite(call, site, t.QualifiedName.String())}
+	}
+	if err := decide(r, insert); err != nil {
+		return []analysis.Diagnostic{refusalDiagnostic(call, site, err)}
+	}
+	if plan := r.plan(insert); len(plan.Tables) > 1 {
+		return []analysis.Diagnostic{refusalDiagnostic(call, site, &sqlfence.Error{Kind: sqlfence.ErrRefused,
+			Code: rulecode.CopyFrom, Table: plan.Tables[0], Statement: insert, Reason: front.CopyManyReason, Fix: front.CopyManyFix})}
+	}
+	return nil
+}
+
+// constList is the strings of a composite literal of constants (pgx.Identifier{…},
+// []string{…}); ok is false when any element is not known.
+func constList(ev *evaluator, arg ast.Expr) ([]string, bool) {
+	lit, ok := ast.Unparen(arg).(*ast.CompositeLit)
+	if !ok {
+		return nil, false
+	}
+	parts := make([]string, 0, len(lit.Elts))
 	for _, e := range lit.Elts {
 		s, ok := ev.eval(e, nil, 0).known()
 		if !ok {
-			return nil
+			return nil, false
 		}
 		parts = append(parts, s)
 	}
-	schema, name := "", parts[len(parts)-1]
-	if len(parts) == 2 {
-		schema = parts[0]
-	}
-	t, _ := pol.Match(schema, name)
-	if t == nil {
-		return nil
-	}
-	return []analysis.Diagnostic{{Pos: call.Pos(), End: call.End(), Category: rulecode.CopyFrom,
-		Message: fmt.Sprintf("%s: CopyFrom(%s) into protected table %s cannot carry an epoch: insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
-			rulecode.CopyFrom, strings.Join(parts, "."), t.QualifiedName)}}
+	return parts, true
 }

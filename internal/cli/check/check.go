@@ -54,7 +54,8 @@ Prepare(ctx, name, sql) too) and pgx Batch.Queue are checked as the driver would
 check them: a statement it refuses is a finding. Only literals, concatenations of
 literals and constants declared in the same package are seen; strings that do not
 parse as SQL are skipped, except statements with ? placeholders, which the driver
-refuses (SF321). pgx CopyFrom into a protected table is a finding. For the SQL that
+refuses (SF321). pgx CopyFrom is decided as the INSERT it amounts to, as the pgx
+front decides it (rows that bring their own epoch column are refused). For the SQL that
 reaches database calls through variables, helpers and fmt.Sprintf, with the types
 known, give Go packages (./...) instead.
 

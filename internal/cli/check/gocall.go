@@ -4,12 +4,12 @@ import (
 	"errors"
 	"go/ast"
 	"go/token"
-	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
@@ -92,7 +92,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		}
 		callLine, _ := ln.pos(off(call.Pos()))
 		if sel.Sel.Name == "CopyFrom" && len(call.Args) >= 2 {
-			if fnd, bad := copyFromFinding(call.Args[1], consts, pol); bad {
+			if fnd, bad := copyFromFinding(call.Args, consts, pol); bad {
 				fnd.File = f.path
 				fnd.Line, fnd.Column = ln.pos(off(call.Pos()))
 				fnd.EndLine, fnd.EndColumn = ln.pos(off(call.End()))
@@ -161,35 +161,55 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 	settle(res, all)
 }
 
-// copyFromFinding reports pgx's CopyFrom(ctx, pgx.Identifier{...}, ...) into a
-// protected table: COPY cannot carry an epoch.
-func copyFromFinding(arg ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Policy) (finding, bool) {
-	lit, ok := arg.(*ast.CompositeLit)
-	if !ok || len(lit.Elts) == 0 || len(lit.Elts) > 2 {
+// copyFromFinding judges pgx's CopyFrom(ctx, table, columns, src) as the pgx front
+// decides it: as the INSERT the copy amounts to (front.CopyInsert). Into one protected
+// table the front stamps the epoch on every row, so only what the INSERT would be
+// refused for (the epoch column among the columns, …) and a copy into a relation over
+// several protected tables are findings. Names that are not constants are not seen.
+func copyFromFinding(args []ast.Expr, consts map[string]ast.Expr, pol *sqlfence.Policy) (finding, bool) {
+	if len(args) < 3 {
 		return finding{}, false
 	}
-	var parts []string
+	table, ok := constList(args[1], consts)
+	if !ok || len(table) == 0 || len(table) > 2 {
+		return finding{}, false
+	}
+	columns, ok := constList(args[2], consts)
+	if !ok || len(columns) == 0 {
+		return finding{}, false
+	}
+	insert := front.CopyInsert(table, columns)
+	plan := pol.Plan(insert)
+	err := plan.Err
+	if err == nil && len(plan.Tables) > 1 {
+		err = &sqlfence.Error{Kind: sqlfence.ErrRefused, Code: rulecode.CopyFrom, Table: plan.Tables[0], Statement: insert,
+			Reason: front.CopyManyReason, Fix: front.CopyManyFix}
+	}
+	if err == nil {
+		return finding{}, false
+	}
+	t, msg := refusal(err)
+	return finding{Rule: codeOf(err, rulecode.CopyFrom), Table: t,
+		Message:   "the sqlfence driver refuses this CopyFrom, decided as " + insert + ": " + msg,
+		Statement: "CopyFrom(" + strings.Join(table, ".") + ")"}, true
+}
+
+// constList is the strings of a composite literal of constants (pgx.Identifier{…},
+// []string{…}).
+func constList(arg ast.Expr, consts map[string]ast.Expr) ([]string, bool) {
+	lit, ok := arg.(*ast.CompositeLit)
+	if !ok {
+		return nil, false
+	}
+	parts := make([]string, 0, len(lit.Elts))
 	for _, e := range lit.Elts {
 		s, ok := constString(e, consts, 0)
 		if !ok {
-			return finding{}, false
+			return nil, false
 		}
 		parts = append(parts, s)
 	}
-	if sel, ok := lit.Type.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Identifier" {
-		return finding{}, false
-	}
-	schema, name := "", parts[len(parts)-1]
-	if len(parts) == 2 {
-		schema = parts[0]
-	}
-	t, _ := pol.Match(schema, name)
-	if t == nil {
-		return finding{}, false
-	}
-	return finding{Rule: rulecode.CopyFrom, Table: t.QualifiedName.String(),
-		Message:   "pgx CopyFrom into protected table " + t.QualifiedName.String() + " bypasses the driver and cannot carry an epoch; insert the rows with INSERT … SELECT FROM unnest($1::…[]) through sqlfence under an epoch",
-		Statement: "CopyFrom(" + strings.Join(slices.Clone(parts), ".") + ")"}, true
+	return parts, true
 }
 
 // questionMarkStatement says whether text that does not parse is a statement with ?

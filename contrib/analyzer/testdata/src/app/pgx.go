@@ -28,7 +28,19 @@ func (w *Worker) Batch(ctx context.Context) error {
 }
 
 func (w *Worker) Import(ctx context.Context, rows [][]any) error {
-	_, err := w.conn.CopyFrom(ctx, pgx.Identifier{"inventory"}, []string{"sku", "quantity"}, pgx.CopyFromRows(rows)) // want `SF302: CopyFrom\(inventory\) into protected table inventory`
+	// The pgx front stamps the epoch on every row it copies into a protected table.
+	_, err := w.conn.CopyFrom(ctx, pgx.Identifier{"inventory"}, []string{"sku", "quantity"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return err
+	}
+	// Rows that bring their own epoch are refused, as the INSERT would be.
+	_, err = w.fence.CopyFrom(ctx, pgx.Identifier{"inventory"}, []string{"sku", "writer_epoch"}, pgx.CopyFromRows(rows)) // want `SF\d+: sqlfence would refuse the SQL of this .*CopyFrom call: table inventory: .*writer_epoch`
+	if err != nil {
+		return err
+	}
+	cols := []string{"sku"}
+	cols = append(cols, "quantity")
+	_, err = w.pool.CopyFrom(ctx, pgx.Identifier{"inventory"}, cols, pgx.CopyFromRows(rows)) // want `SF805: this .*CopyFrom call writes protected table inventory with SQL built at run time`
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,13 @@ func (r *Repo) Refused(ctx context.Context, sku string) error {
 	// pgx's own Exec and Prepare(ctx, name, sql):
 	r.conn.Exec(ctx, "DELETE FROM inventory WHERE sku = $1; DELETE FROM inventory WHERE sku = $2", sku, sku)
 	r.conn.Prepare(ctx, "inventory_wipe", "TRUNCATE inventory")
+	// pgx's CopyFrom, decided as the INSERT it amounts to: the pgx front stamps the
+	// epoch on each row, but rows that bring their own are refused.
 	_, err = r.conn.CopyFrom(ctx, pgx.Identifier{"inventory"}, []string{"sku"}, pgx.CopyFromRows(nil))
+	if err != nil {
+		return err
+	}
+	_, err = r.conn.CopyFrom(ctx, pgx.Identifier{"inventory"}, []string{"sku", "writer_epoch"}, pgx.CopyFromRows(nil))
 	return err
 }
 

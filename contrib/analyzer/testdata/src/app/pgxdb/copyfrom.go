@@ -27,7 +27,7 @@ func (r *iteratorForImportItems) Next() bool {
 }
 
 func (q *Queries) ImportItems(ctx context.Context, arg []ImportItemsParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"inventory"}, []string{"sku", "quantity"}, &iteratorForImportItems{rows: arg}) // want `SF302: CopyFrom\(inventory\)`
+	return q.db.CopyFrom(ctx, []string{"inventory"}, []string{"sku", "quantity"}, &iteratorForImportItems{rows: arg})
 }
 
 func (q *Queries) ImportStaging(ctx context.Context, arg []ImportItemsParams) (int64, error) {
