@@ -26,7 +26,6 @@ import (
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/guardmark"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
@@ -176,78 +175,103 @@ func (p *shapePlan) size() int {
 	return n
 }
 
-// valueFields lists, for each node type a plain value can be reached through, the
-// fields that lead to one: expression positions of DML statements. A node type not
-// listed ends the walk, and so does every field not listed (a function call's
-// arguments, a cast, a subscript, ORDER BY and GROUP BY positions, DEFAULT, …).
-var valueFields = map[protoreflect.FullName][]protoreflect.Name{
-	"pg_query.ParseResult":      {"stmts"},
-	"pg_query.RawStmt":          {"stmt"},
-	"pg_query.SelectStmt":       {"target_list", "from_clause", "where_clause", "values_lists", "limit_count", "limit_offset", "with_clause", "larg", "rarg", "having_clause"},
-	"pg_query.InsertStmt":       {"select_stmt", "on_conflict_clause", "returning_list", "with_clause"},
-	"pg_query.UpdateStmt":       {"target_list", "where_clause", "from_clause", "returning_list", "with_clause"},
-	"pg_query.DeleteStmt":       {"using_clause", "where_clause", "returning_list", "with_clause"},
-	"pg_query.OnConflictClause": {"target_list", "where_clause"},
-	"pg_query.WithClause":       {"ctes"},
-	"pg_query.CommonTableExpr":  {"ctequery"},
-	"pg_query.ResTarget":        {"val"},
-	"pg_query.A_Expr":           {"lexpr", "rexpr"},
-	"pg_query.BoolExpr":         {"args"},
-	"pg_query.NullTest":         {"arg"},
-	"pg_query.BooleanTest":      {"arg"},
-	"pg_query.List":             {"items"},
-	"pg_query.SubLink":          {"testexpr", "subselect"},
-	"pg_query.JoinExpr":         {"larg", "rarg", "quals"},
-	"pg_query.RangeSubselect":   {"subquery"},
-}
-
-// valueFieldDescs is valueFields resolved to descriptors once.
-var valueFieldDescs = func() map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor {
-	file := (&pg.ParseResult{}).ProtoReflect().Descriptor().ParentFile()
-	out := map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor{}
-	for name, fields := range valueFields {
-		desc := file.Messages().ByName(name.Name())
-		for _, f := range fields {
-			out[desc] = append(out[desc], desc.Fields().ByName(f))
-		}
-	}
-	return out
-}()
-
-var (
-	aConstDesc = (&pg.A_Const{}).ProtoReflect().Descriptor()
-	nodeDesc   = (&pg.Node{}).ProtoReflect().Descriptor()
-	nodeOneof  = nodeDesc.Oneofs().Get(0)
-)
-
 // valueConstants returns the locations of the constants in tree that are plain
-// values (see valueFields).
+// values: those reached through expression positions of DML statements alone. A
+// node type not handled below ends the walk, and so does every field not named (a
+// function call's arguments, a cast, a subscript, ORDER BY and GROUP BY positions,
+// DEFAULT, …).
 func valueConstants(tree *pg.ParseResult) []int32 {
 	var locs []int32
-	var walk func(m protoreflect.Message)
-	walk = func(m protoreflect.Message) {
-		switch desc := m.Descriptor(); desc {
-		case aConstDesc:
-			locs = append(locs, m.Interface().(*pg.A_Const).Location)
-		case nodeDesc: // a oneof wrapper: the node it holds decides
-			if fd := m.WhichOneof(nodeOneof); fd != nil && fd.Kind() == protoreflect.MessageKind {
-				walk(m.Get(fd).Message())
-			}
-		default:
-			for _, fd := range valueFieldDescs[desc] {
-				if !m.Has(fd) {
-					continue
-				}
-				if v := m.Get(fd); fd.IsList() {
-					for i, l := 0, v.List(); i < l.Len(); i++ {
-						walk(l.Get(i).Message())
-					}
-				} else {
-					walk(v.Message())
-				}
-			}
+	var walk func(n *pg.Node)
+	list := func(l []*pg.Node) {
+		for _, n := range l {
+			walk(n)
 		}
 	}
-	walk(tree.ProtoReflect())
+	walk = func(n *pg.Node) {
+		switch x := n.GetNode().(type) {
+		case *pg.Node_AConst:
+			locs = append(locs, x.AConst.GetLocation())
+		case *pg.Node_SelectStmt:
+			selectValues(x.SelectStmt, walk, list)
+		case *pg.Node_InsertStmt:
+			s := x.InsertStmt
+			walk(s.SelectStmt)
+			if c := s.OnConflictClause; c != nil {
+				list(c.TargetList)
+				walk(c.WhereClause)
+			}
+			list(s.ReturningList)
+			withValues(s.WithClause, walk)
+		case *pg.Node_UpdateStmt:
+			s := x.UpdateStmt
+			list(s.TargetList)
+			walk(s.WhereClause)
+			list(s.FromClause)
+			list(s.ReturningList)
+			withValues(s.WithClause, walk)
+		case *pg.Node_DeleteStmt:
+			s := x.DeleteStmt
+			list(s.UsingClause)
+			walk(s.WhereClause)
+			list(s.ReturningList)
+			withValues(s.WithClause, walk)
+		case *pg.Node_WithClause:
+			withValues(x.WithClause, walk)
+		case *pg.Node_CommonTableExpr:
+			walk(x.CommonTableExpr.GetCtequery())
+		case *pg.Node_ResTarget:
+			walk(x.ResTarget.GetVal())
+		case *pg.Node_AExpr:
+			walk(x.AExpr.GetLexpr())
+			walk(x.AExpr.GetRexpr())
+		case *pg.Node_BoolExpr:
+			list(x.BoolExpr.GetArgs())
+		case *pg.Node_NullTest:
+			walk(x.NullTest.GetArg())
+		case *pg.Node_BooleanTest:
+			walk(x.BooleanTest.GetArg())
+		case *pg.Node_List:
+			list(x.List.GetItems())
+		case *pg.Node_SubLink:
+			walk(x.SubLink.GetTestexpr())
+			walk(x.SubLink.GetSubselect())
+		case *pg.Node_JoinExpr:
+			walk(x.JoinExpr.GetLarg())
+			walk(x.JoinExpr.GetRarg())
+			walk(x.JoinExpr.GetQuals())
+		case *pg.Node_RangeSubselect:
+			walk(x.RangeSubselect.GetSubquery())
+		}
+	}
+	for _, raw := range tree.GetStmts() {
+		walk(raw.GetStmt())
+	}
 	return locs
+}
+
+// selectValues is valueConstants' walk of a SELECT. Its set-operation arms are
+// SELECTs held directly, not as nodes.
+func selectValues(s *pg.SelectStmt, walk func(*pg.Node), list func([]*pg.Node)) {
+	if s == nil {
+		return
+	}
+	list(s.TargetList)
+	list(s.FromClause)
+	walk(s.WhereClause)
+	for _, row := range s.ValuesLists {
+		walk(row)
+	}
+	walk(s.LimitCount)
+	walk(s.LimitOffset)
+	withValues(s.WithClause, walk)
+	selectValues(s.Larg, walk, list)
+	selectValues(s.Rarg, walk, list)
+	walk(s.HavingClause)
+}
+
+func withValues(w *pg.WithClause, walk func(*pg.Node)) {
+	for _, c := range w.GetCtes() {
+		walk(c)
+	}
 }
