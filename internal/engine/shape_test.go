@@ -188,11 +188,13 @@ func sameDecision(t *testing.T, p *Policy, query string, got, want *Decision) bo
 	if gc == nil {
 		return true
 	}
-	if gc.lazy {
-		if gc = gc.resolve(p, query, got.sql); gc == nil {
-			t.Logf("the lazy classifier does not resolve")
-			return false
-		}
+	if gc = gc.resolve(p, query, got.sql); gc == nil {
+		t.Logf("the classifier does not resolve")
+		return false
+	}
+	if wc = wc.numbered(); wc == nil {
+		t.Logf("the analysis's classifier does not renumber")
+		return false
 	}
 	return gc.table == wc.table && gc.query == wc.query && slices.Equal(gc.args, wc.args) &&
 		gc.conflictOnly == wc.conflictOnly && gc.returning == wc.returning
