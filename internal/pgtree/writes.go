@@ -62,11 +62,19 @@ func bodyOf(m proto.Message) string {
 // are. visit, when not nil, is called first on every message with the body it sits in
 // (Write.In); returning false skips the message's subtree, writes included.
 func Writes(root protoreflect.Message, visit func(m protoreflect.Message, in string) bool) []Write {
+	if visit == nil {
+		return WritesIn(root.Interface(), nil)
+	}
+	return WritesIn(root.Interface(), func(m proto.Message, in string) bool { return visit(m.ProtoReflect(), in) })
+}
+
+// WritesIn is Writes for callers that switch on each message's Go type.
+func WritesIn(root proto.Message, visit func(m proto.Message, in string) bool) []Write {
 	var out []Write
 	var walk func(in string) func(proto.Message) bool
 	walk = func(in string) func(proto.Message) bool {
 		return func(m proto.Message) bool {
-			if visit != nil && !visit(m.ProtoReflect(), in) {
+			if visit != nil && !visit(m, in) {
 				return false
 			}
 			if w, ok := writeOf(m); ok {
@@ -87,6 +95,6 @@ func Writes(root protoreflect.Message, visit func(m protoreflect.Message, in str
 			return true
 		}
 	}
-	WalkNodes(root.Interface(), walk(""))
+	WalkNodes(root, walk(""))
 	return out
 }
