@@ -199,8 +199,14 @@ func interleave(b *testing.B, workers int, name string, side, raw func(worker in
 	if b.Failed() {
 		b.FailNow()
 	}
+	alternate(b, workers, name, side, raw)
+}
 
+// alternate is interleave's measurement: b.N iterations, each running both sides
+// one after the other, whichever first on every other iteration.
+func alternate(b *testing.B, workers int, name string, side, raw func(worker int) error) {
 	var (
+		wg      sync.WaitGroup
 		next    atomic.Int64 // iterations are handed out to whichever worker is free
 		failed  atomic.Bool
 		errOnce sync.Once
@@ -259,6 +265,121 @@ func interleave(b *testing.B, workers int, name string, side, raw func(worker in
 	// millisecond stall lands on one side of one pair and moves the sums, not the
 	// medians).
 	b.ReportMetric(float64(median(sides[1]))/float64(median(sides[0])), "median-ratio")
+}
+
+// BenchmarkINLists sends IN lists as ORMs build them, their length cycling from 1 to
+// 200, from a cold connector (a new one per run, its decision cache empty; the
+// connections opened by one SELECT 1): params binds the values (GORM, sqlx:
+// `id IN ($2, …, $n+1)`), inlined writes them into the text (bun), every text new.
+// The raw side sends the same statements fenced by hand with the epoch as the last
+// parameter, as sqlfence sends them. Run for the first 1000 statements:
+//
+//	go test -run '^$' -bench INLists -benchtime 1000x -count 3 .
+func BenchmarkINLists(b *testing.B) {
+	dsn := pgtest.NewDB(b)
+	policy := filepath.Join(b.TempDir(), "bench.yaml")
+	if err := os.WriteFile(policy, []byte(benchPolicy), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p, err := sqlfence.LoadPolicy(policy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer setup.Close()
+	if _, err := setup.Exec(benchSchema); err != nil {
+		b.Fatal(err)
+	}
+	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
+	const longest = 200
+	var inlined atomic.Int64
+	list := func(n int, elem func(k int) string) string {
+		parts := make([]string, n)
+		for k := range parts {
+			parts[k] = elem(k)
+		}
+		return strings.Join(parts, ", ")
+	}
+	// The statement of length n: its text for sqlfence, the hand-fenced text, and
+	// the arguments of each (the worker's row first in the list, others missing).
+	type stmt struct {
+		text, fenced string
+		args         []any
+	}
+	params := func(i, w int) stmt {
+		n := 1 + i%longest
+		q := "UPDATE bench_items SET quantity = quantity + $1 WHERE id IN (" + list(n, func(k int) string { return "$" + strconv.Itoa(k+2) }) + ")"
+		args := []any{1}
+		for k := range n {
+			args = append(args, w+1+1000*k)
+		}
+		return stmt{q, "", args}
+	}
+	inline := func(i, w int) stmt {
+		n, v := 1+i%longest, inlined.Add(1)
+		q := "UPDATE bench_items SET quantity = quantity + 1 WHERE id IN (" + list(n, func(k int) string {
+			if k == 0 {
+				return strconv.Itoa(w + 1)
+			}
+			return strconv.FormatInt(1000000*int64(k)+v, 10)
+		}) + ")"
+		return stmt{q, "", nil}
+	}
+	for _, c := range []struct {
+		name string
+		make func(i, w int) stmt
+	}{{"params", params}, {"inlined", inline}} {
+		b.Run(c.name, func(b *testing.B) {
+			raw, err := sql.Open("pgx", dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer raw.Close()
+			fenced, err := sql.Open("sqlfence", withParam(dsn, "sqlfence_policy", policy))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fenced.Close()
+			for _, db := range []*sql.DB{raw, fenced} {
+				db.SetMaxOpenConns(1)
+				db.SetMaxIdleConns(1)
+				if _, err := db.ExecContext(ctx, "SELECT 1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// The hand-fenced texts, made before the timer (Plan decides afresh).
+			stmts := make([]stmt, b.N)
+			for i := range stmts {
+				s := c.make(i, 0)
+				s.fenced = p.Plan(s.text).Fenced
+				if s.fenced == "" {
+					b.Fatalf("not fenced: %s", s.text)
+				}
+				stmts[i] = s
+			}
+			run := func(db *sql.DB, q string, args []any) error {
+				res, err := db.ExecContext(ctx, q, args...)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil || n != 1 {
+					return fmt.Errorf("%.60s…: %d rows affected (%v), want 1", q, n, err)
+				}
+				return nil
+			}
+			var i atomic.Int64
+			var j atomic.Int64
+			alternate(b, 1, "sqlfence",
+				func(int) error { s := stmts[i.Add(1)-1]; return run(fenced, s.text, s.args) },
+				func(int) error {
+					s := stmts[j.Add(1)-1]
+					return run(raw, s.fenced, append(slices.Clone(s.args), int64(benchEpoch)))
+				})
+		})
+	}
 }
 
 func median(d []time.Duration) time.Duration {

@@ -37,7 +37,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 		if sel := n.GetSelectStmt(); sel != nil && sel.IntoClause != nil && !p.AllowDDL {
 			return refuseDDL("SELECT … INTO (it creates a table)")
 		}
-		for _, w := range pgtree.Writes(n.ProtoReflect(), nil) {
+		for _, w := range pgtree.WritesIn(n, nil) {
 			if w.Relation != nil && systemRelation(w.Relation) {
 				return refuse(rulecode.SystemRelation, nil, w.Kind+" of the system relation "+nameOfRangeVar(w.Relation)+" is not run on a fenced connection: writing the catalog or pg_settings changes what statements mean out of the fence's sight",
 					"change the schema with DDL and settings with SET, outside the driver if sqlfence refuses them")

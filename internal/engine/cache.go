@@ -256,6 +256,11 @@ func entrySize(key string, d *Decision) int {
 	n := cacheEntryOverhead + len(key) + len(key)/8 + 2*len(d.sql) + 8*cap(d.tables)
 	if cl := d.zeroRows; cl != nil {
 		n += cacheClassifierOverhead + 2*len(cl.query) + 8*cap(cl.args)
+		if cl.raw != "" {
+			// Renumbered on first use (numbered): the raw query, and then the
+			// numbered one and its arguments besides.
+			n += cacheClassifierOverhead + 4*len(cl.raw) + 8*d.epochParam
+		}
 		if cl.lazy {
 			// Built on first use (classifier.resolve): its query is the statement's
 			// own pieces and a few hundred bytes of its own, a parameter an argument.

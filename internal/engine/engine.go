@@ -80,9 +80,9 @@ func (e *Engine) decide(query string) (d *Decision, shaped bool) {
 	if err != nil {
 		return Analyze(e.policy, query), false // the analysis says why
 	}
-	toks, key := shapeOf(query, scanned)
+	toks, key, runs := shapeOf(query, scanned)
 	if p := ca.shape(key); p != nil {
-		if d := p.derive(query, toks); d != nil {
+		if d := p.derive(query, toks, runs); d != nil {
 			ca.shapeHit()
 			return d, true
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/pgfunc"
@@ -20,11 +21,11 @@ import (
 // whatever precedes it; and operators, which call their functions.
 func admitCalls(p *Policy, root protoreflect.Message) *Error {
 	var err *Error
-	pgtree.Walk(root, func(m protoreflect.Message) bool {
+	pgtree.WalkNodes(root.Interface(), func(m proto.Message) bool {
 		if err != nil {
 			return false
 		}
-		switch n := m.Interface().(type) {
+		switch n := m.(type) {
 		case *pg.FuncCall:
 			err = judgeCall(p, n.Funcname, n.Args, "call")
 		case *pg.ColumnRef:

@@ -461,8 +461,10 @@ func checkRewrite(p *Policy, sql string, d *Decision, cl *fuzzClaim) []string {
 	if missing := missingTokens(sql, d.sql); missing != "" {
 		c.errorf("the output lost the input's token %q", missing)
 	}
-	if d.zeroRows != nil && d.zeroRows.query != "" {
-		c.checkClassifier(d)
+	if cl := d.zeroRows.numbered(); cl != nil && cl.query != "" {
+		c.checkClassifier(d, cl)
+	} else if d.zeroRows != nil && !d.zeroRows.conflictOnly && !d.zeroRows.lazy {
+		c.errorf("the 0-row classification query cannot be renumbered")
 	}
 	return c.problems
 }
@@ -656,8 +658,8 @@ func (c *fenceChecker) row(t *Table, what string, items []*pg.Node, k, ncols int
 
 // checkClassifier: the query that explains a 0-row result runs without the fence, so
 // it must be a single read-only SELECT using only the statement's own arguments.
-func (c *fenceChecker) checkClassifier(d *Decision) {
-	q := d.zeroRows.query
+func (c *fenceChecker) checkClassifier(d *Decision, cl *Classifier) {
+	q := cl.query
 	tree, err := pg.Parse(q)
 	if err != nil {
 		c.errorf("the 0-row classification query does not parse: %v\n  %s", err, q)
@@ -679,8 +681,8 @@ func (c *fenceChecker) checkClassifier(d *Decision) {
 		return true
 	})
 	// The statement's arguments it uses, then the epoch.
-	if n := int(fuzzMaxParam(tree.ProtoReflect())); n > len(d.zeroRows.args)+1 {
-		c.errorf("the 0-row classification query uses $%d but binds %d arguments and the epoch: %s", n, len(d.zeroRows.args), q)
+	if n := int(fuzzMaxParam(tree.ProtoReflect())); n > len(cl.args)+1 {
+		c.errorf("the 0-row classification query uses $%d but binds %d arguments and the epoch: %s", n, len(cl.args), q)
 	}
 	// It is built from the statement's own text: every string constant in it is one
 	// the statement has.
@@ -690,7 +692,7 @@ func (c *fenceChecker) checkClassifier(d *Decision) {
 			c.errorf("the 0-row classification query has the string constant %q, which the statement does not: %s", k, q)
 		}
 	}
-	for _, a := range d.zeroRows.args {
+	for _, a := range cl.args {
 		if a < 0 || a >= d.epochParam-1 {
 			c.errorf("the 0-row classification query binds argument index %d of a statement with %d: %s", a, d.epochParam-1, q)
 		}

@@ -44,8 +44,8 @@ func claimWrite(p *Policy, tree *pg.ParseResult) *ClaimTable {
 			}
 		}
 	}
-	pgtree.Walk(tree.ProtoReflect(), func(m protoreflect.Message) bool {
-		switch s := m.Interface().(type) {
+	pgtree.WalkNodes(tree, func(m proto.Message) bool {
+		switch s := m.(type) {
 		case *pg.UpdateStmt:
 			check(s.Relation, false, s.TargetList)
 		case *pg.InsertStmt:
@@ -103,11 +103,11 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 	)
 	// visit refuses the protected writes that cannot be fenced at all; pgtree.Writes
 	// lists the writes. Everything else a statement may do was judged by admit.
-	visit := func(m protoreflect.Message, _ string) bool {
+	visit := func(m proto.Message, _ string) bool {
 		if err != nil {
 			return false
 		}
-		switch s := m.Interface().(type) {
+		switch s := m.(type) {
 		case *pg.TruncateStmt:
 			for _, n := range s.Relations {
 				if t := match(p, n.GetRangeVar()); t != nil {
@@ -124,7 +124,7 @@ func findWrites(p *Policy, tree *pg.ParseResult) ([]protectedWrite, *Error) {
 		return err == nil
 	}
 	for _, s := range tree.Stmts {
-		for _, w := range pgtree.Writes(s.ProtoReflect(), visit) {
+		for _, w := range pgtree.WritesIn(s, visit) {
 			// A deferred write (a rule or routine body created with ddl: allow) runs
 			// later, where no epoch reaches; admitDDL judged it.
 			if t := match(p, w.Relation); t != nil && w.In == "" {

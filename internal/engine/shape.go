@@ -26,7 +26,6 @@ import (
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/guardmark"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
@@ -54,7 +53,9 @@ type shapePlan struct {
 	tables     []*Table
 	classify   *Classifier // the analysed text's, for its kind only: see classifier.forShape
 	kept       []keptLiteral
-	keptText   string // the kept literals' texts, one after another
+	keptText   string    // the kept literals' texts, one after another
+	runs       []planRun // the analysed text's runs of list elements (shape_lists.go)
+	runFirst   []int     // where each begins there
 }
 
 // keptLiteral is a literal token whose exact text the decision may depend on.
@@ -82,27 +83,56 @@ func maskable(k pg.Token) bool {
 // eating the WHERE clause. The analysis verifies its output and refuses that; a plan
 // does not parse, so a text takes it only where every boundary, and every literal's
 // edges, lex with the edits as they did in the analysed text.
-func shapeOf(sql string, scanned []pgtree.Token) ([]token, string) {
+func shapeOf(sql string, scanned []pgtree.Token) ([]token, string, []listRun) {
 	toks := make([]token, 0, len(scanned))
-	key := make([]byte, 0, len(sql)+len(scanned))
 	for _, t := range scanned {
-		if t.Kind == pg.Token_SQL_COMMENT || t.Kind == pg.Token_C_COMMENT {
-			continue
-		}
-		glued := uint64(0)
-		if n := len(toks); n > 0 && toks[n-1].end == int(t.Start) {
-			glued = 1
-		}
-		toks = append(toks, token{int(t.Start), int(t.End), t.Kind})
-		key = binary.AppendUvarint(key, uint64(t.Kind)<<1|glued)
-		if !maskable(t.Kind) {
-			key = binary.AppendUvarint(key, uint64(t.End-t.Start))
-			key = append(key, sql[t.Start:t.End]...)
-		} else if t.End > t.Start {
-			key = append(key, edgeClass(sql[t.Start]), edgeClass(sql[t.End-1]))
+		if t.Kind != pg.Token_SQL_COMMENT && t.Kind != pg.Token_C_COMMENT {
+			toks = append(toks, token{int(t.Start), int(t.End), t.Kind})
 		}
 	}
-	return toks, string(key)
+	// The runs of list elements are left out but for their kind and outer edges
+	// (shape_lists.go); in a text whose parameters are numbered in order, so are the
+	// parameters' numbers, which its tokens then fix.
+	seq := seqParams(sql, toks)
+	runs := listRuns(toks, seq)
+	key := make([]byte, 0, len(sql)+len(toks)+1)
+	key = append(key, "EQ"[b2i(seq)])
+	next := 0
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		glued := uint64(0)
+		if i > 0 && toks[i-1].end == t.start {
+			glued = 1
+		}
+		if next < len(runs) && runs[next].first == i {
+			r := runs[next]
+			next++
+			last := toks[r.last()]
+			key = binary.AppendUvarint(key, 1<<32|uint64(t.tok)<<1|glued)
+			if maskable(t.tok) {
+				key = append(key, edgeClass(sql[t.start]), edgeClass(sql[last.end-1]))
+			}
+			i = r.last()
+			continue
+		}
+		key = binary.AppendUvarint(key, uint64(t.tok)<<1|glued)
+		switch {
+		case seq && t.tok == pg.Token_PARAM:
+		case !maskable(t.tok):
+			key = binary.AppendUvarint(key, uint64(t.end-t.start))
+			key = append(key, sql[t.start:t.end]...)
+		case t.end > t.start:
+			key = append(key, edgeClass(sql[t.start]), edgeClass(sql[t.end-1]))
+		}
+	}
+	return toks, string(key), runs
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // edgeClass is what a shape keeps of a masked literal's first or last byte: the byte
@@ -126,11 +156,17 @@ func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, e
 		p.marker = d.sql[:strings.Index(d.sql, "*/ ")+3] // the marker the analysis wrote, with its catalog version
 	}
 	masked := make([]bool, len(toks))
-	for _, loc := range valueConstants(tree) {
+	locs, inLists := valueConstants(tree)
+	for _, loc := range locs {
 		i, found := slices.BinarySearchFunc(toks, int(loc), func(t token, p int) int { return t.start - p })
 		if found && maskable(toks[i].tok) {
 			masked[i] = true
 		}
+	}
+	runs := listRuns(toks, seqParams(sql, toks))
+	p.runs = planRuns(sql, toks, runs, inLists, edits, d.epochParam)
+	for _, r := range runs {
+		p.runFirst = append(p.runFirst, r.first)
 	}
 	var b strings.Builder
 	for i, t := range toks {
@@ -144,110 +180,183 @@ func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, e
 	return p
 }
 
-// derive returns the decision for sql, a text of the plan's shape with tokens toks,
-// or nil when a kept literal differs and the text needs an analysis of its own.
-func (p *shapePlan) derive(sql string, toks []token) *Decision {
+// derive returns the decision for sql, a text of the plan's shape with tokens toks
+// and runs of list elements runs, or nil when a kept literal differs, or a run the
+// plan does not collapse has another length, and the text needs an analysis of its
+// own.
+func (p *shapePlan) derive(sql string, toks []token, runs []listRun) *Decision {
+	moved, params, ok := shiftRuns(sql, toks, p.runs, runs)
+	if !ok {
+		return nil
+	}
 	for _, k := range p.kept {
-		if k.tok >= len(toks) {
+		i := shiftedToken(k.tok, p.runFirst, moved)
+		if i >= len(toks) {
 			return nil
 		}
-		if t := toks[k.tok]; sql[t.start:t.end] != p.keptText[k.from:k.to] {
+		if t := toks[i]; sql[t.start:t.end] != p.keptText[k.from:k.to] {
 			return nil
 		}
 	}
 	if p.act == ActPass {
 		return p.pass
 	}
-	for _, e := range p.edits {
+	edits, epoch := p.edits, p.epochParam
+	if params != 0 || slices.ContainsFunc(moved, func(m int) bool { return m != 0 }) {
+		edits = slices.Clone(p.edits)
+		epoch += params
+		oldRef, newRef := epochRef(p.epochParam), epochRef(epoch)
+		for i := range edits {
+			edits[i].tok = shiftedToken(edits[i].tok, p.runFirst, moved)
+			if params != 0 {
+				edits[i].text = strings.ReplaceAll(edits[i].text, oldRef, newRef) // planRuns: every $ is oldRef
+			}
+		}
+	}
+	for _, e := range edits {
 		if e.tok >= len(toks) {
 			return nil
 		}
 	}
-	return &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, p.edits), epochParam: p.epochParam,
+	return &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, edits), epochParam: epoch,
 		tables: p.tables, zeroRows: p.classify.forShape(), minServer: p.minServer, minWhat: p.minWhat}
 }
 
 // size is what the plan holds on to beyond its key, for the cache's byte bound.
 func (p *shapePlan) size() int {
-	n := 128 + len(p.marker) + 2*len(p.keptText) + 24*cap(p.kept) + 48*cap(p.edits) + 8*cap(p.tables)
+	n := 128 + len(p.marker) + 2*len(p.keptText) + 24*cap(p.kept) + 48*cap(p.edits) + 8*cap(p.tables) + 24*cap(p.runs) + 8*cap(p.runFirst)
 	for _, e := range p.edits {
 		n += len(e.text)
 	}
 	return n
 }
 
-// valueFields lists, for each node type a plain value can be reached through, the
-// fields that lead to one: expression positions of DML statements. A node type not
-// listed ends the walk, and so does every field not listed (a function call's
-// arguments, a cast, a subscript, ORDER BY and GROUP BY positions, DEFAULT, …).
-var valueFields = map[protoreflect.FullName][]protoreflect.Name{
-	"pg_query.ParseResult":      {"stmts"},
-	"pg_query.RawStmt":          {"stmt"},
-	"pg_query.SelectStmt":       {"target_list", "from_clause", "where_clause", "values_lists", "limit_count", "limit_offset", "with_clause", "larg", "rarg", "having_clause"},
-	"pg_query.InsertStmt":       {"select_stmt", "on_conflict_clause", "returning_list", "with_clause"},
-	"pg_query.UpdateStmt":       {"target_list", "where_clause", "from_clause", "returning_list", "with_clause"},
-	"pg_query.DeleteStmt":       {"using_clause", "where_clause", "returning_list", "with_clause"},
-	"pg_query.OnConflictClause": {"target_list", "where_clause"},
-	"pg_query.WithClause":       {"ctes"},
-	"pg_query.CommonTableExpr":  {"ctequery"},
-	"pg_query.ResTarget":        {"val"},
-	"pg_query.A_Expr":           {"lexpr", "rexpr"},
-	"pg_query.BoolExpr":         {"args"},
-	"pg_query.NullTest":         {"arg"},
-	"pg_query.BooleanTest":      {"arg"},
-	"pg_query.List":             {"items"},
-	"pg_query.SubLink":          {"testexpr", "subselect"},
-	"pg_query.JoinExpr":         {"larg", "rarg", "quals"},
-	"pg_query.RangeSubselect":   {"subquery"},
+// valueConstants returns the locations of the constants in tree that are plain
+// values: those reached through expression positions of DML statements alone. A
+// node type not handled below ends the walk, and so does every field not named (a
+// function call's arguments, a cast, a subscript, ORDER BY and GROUP BY positions,
+// DEFAULT, …). inLists maps the location of the first element of each IN list
+// reached so whose elements are all constants or parameters to its length
+// (shape_lists.go).
+func valueConstants(tree *pg.ParseResult) (locs []int32, inLists map[int32]int) {
+	var walk func(n *pg.Node)
+	list := func(l []*pg.Node) {
+		for _, n := range l {
+			walk(n)
+		}
+	}
+	walk = func(n *pg.Node) {
+		switch x := n.GetNode().(type) {
+		case *pg.Node_AConst:
+			locs = append(locs, x.AConst.GetLocation())
+		case *pg.Node_SelectStmt:
+			selectValues(x.SelectStmt, walk, list)
+		case *pg.Node_InsertStmt:
+			s := x.InsertStmt
+			walk(s.SelectStmt)
+			if c := s.OnConflictClause; c != nil {
+				list(c.TargetList)
+				walk(c.WhereClause)
+			}
+			list(s.ReturningList)
+			withValues(s.WithClause, walk)
+		case *pg.Node_UpdateStmt:
+			s := x.UpdateStmt
+			list(s.TargetList)
+			walk(s.WhereClause)
+			list(s.FromClause)
+			list(s.ReturningList)
+			withValues(s.WithClause, walk)
+		case *pg.Node_DeleteStmt:
+			s := x.DeleteStmt
+			list(s.UsingClause)
+			walk(s.WhereClause)
+			list(s.ReturningList)
+			withValues(s.WithClause, walk)
+		case *pg.Node_WithClause:
+			withValues(x.WithClause, walk)
+		case *pg.Node_CommonTableExpr:
+			walk(x.CommonTableExpr.GetCtequery())
+		case *pg.Node_ResTarget:
+			walk(x.ResTarget.GetVal())
+		case *pg.Node_AExpr:
+			walk(x.AExpr.GetLexpr())
+			walk(x.AExpr.GetRexpr())
+			if x.AExpr.GetKind() == pg.A_Expr_Kind_AEXPR_IN {
+				if first, n := valueList(x.AExpr.GetRexpr().GetList().GetItems()); n > 0 {
+					if inLists == nil {
+						inLists = map[int32]int{}
+					}
+					inLists[first] = n
+				}
+			}
+		case *pg.Node_BoolExpr:
+			list(x.BoolExpr.GetArgs())
+		case *pg.Node_NullTest:
+			walk(x.NullTest.GetArg())
+		case *pg.Node_BooleanTest:
+			walk(x.BooleanTest.GetArg())
+		case *pg.Node_List:
+			list(x.List.GetItems())
+		case *pg.Node_SubLink:
+			walk(x.SubLink.GetTestexpr())
+			walk(x.SubLink.GetSubselect())
+		case *pg.Node_JoinExpr:
+			walk(x.JoinExpr.GetLarg())
+			walk(x.JoinExpr.GetRarg())
+			walk(x.JoinExpr.GetQuals())
+		case *pg.Node_RangeSubselect:
+			walk(x.RangeSubselect.GetSubquery())
+		}
+	}
+	for _, raw := range tree.GetStmts() {
+		walk(raw.GetStmt())
+	}
+	return locs, inLists
 }
 
-// valueFieldDescs is valueFields resolved to descriptors once.
-var valueFieldDescs = func() map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor {
-	file := (&pg.ParseResult{}).ProtoReflect().Descriptor().ParentFile()
-	out := map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor{}
-	for name, fields := range valueFields {
-		desc := file.Messages().ByName(name.Name())
-		for _, f := range fields {
-			out[desc] = append(out[desc], desc.Fields().ByName(f))
-		}
-	}
-	return out
-}()
-
-var (
-	aConstDesc = (&pg.A_Const{}).ProtoReflect().Descriptor()
-	nodeDesc   = (&pg.Node{}).ProtoReflect().Descriptor()
-	nodeOneof  = nodeDesc.Oneofs().Get(0)
-)
-
-// valueConstants returns the locations of the constants in tree that are plain
-// values (see valueFields).
-func valueConstants(tree *pg.ParseResult) []int32 {
-	var locs []int32
-	var walk func(m protoreflect.Message)
-	walk = func(m protoreflect.Message) {
-		switch desc := m.Descriptor(); desc {
-		case aConstDesc:
-			locs = append(locs, m.Interface().(*pg.A_Const).Location)
-		case nodeDesc: // a oneof wrapper: the node it holds decides
-			if fd := m.WhichOneof(nodeOneof); fd != nil && fd.Kind() == protoreflect.MessageKind {
-				walk(m.Get(fd).Message())
-			}
+// valueList returns the location of the first of items and their number when every
+// one is a constant or a parameter; 0 otherwise.
+func valueList(items []*pg.Node) (first int32, n int) {
+	for i, it := range items {
+		var loc int32
+		switch v := it.GetNode().(type) {
+		case *pg.Node_AConst:
+			loc = v.AConst.GetLocation()
+		case *pg.Node_ParamRef:
+			loc = v.ParamRef.GetLocation()
 		default:
-			for _, fd := range valueFieldDescs[desc] {
-				if !m.Has(fd) {
-					continue
-				}
-				if v := m.Get(fd); fd.IsList() {
-					for i, l := 0, v.List(); i < l.Len(); i++ {
-						walk(l.Get(i).Message())
-					}
-				} else {
-					walk(v.Message())
-				}
-			}
+			return 0, 0
+		}
+		if i == 0 {
+			first = loc
 		}
 	}
-	walk(tree.ProtoReflect())
-	return locs
+	return first, len(items)
+}
+
+// selectValues is valueConstants' walk of a SELECT. Its set-operation arms are
+// SELECTs held directly, not as nodes.
+func selectValues(s *pg.SelectStmt, walk func(*pg.Node), list func([]*pg.Node)) {
+	if s == nil {
+		return
+	}
+	list(s.TargetList)
+	list(s.FromClause)
+	walk(s.WhereClause)
+	for _, row := range s.ValuesLists {
+		walk(row)
+	}
+	walk(s.LimitCount)
+	walk(s.LimitOffset)
+	withValues(s.WithClause, walk)
+	selectValues(s.Larg, walk, list)
+	selectValues(s.Rarg, walk, list)
+	walk(s.HavingClause)
+}
+
+func withValues(w *pg.WithClause, walk func(*pg.Node)) {
+	for _, c := range w.GetCtes() {
+		walk(c)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
@@ -146,15 +147,15 @@ func checkShape(t *testing.T, p *Policy, a, b string) (hit bool) {
 	if errA != nil || errB != nil {
 		return false
 	}
-	toksA, keyA := shapeOf(a, scanA)
-	toksB, keyB := shapeOf(b, scanB)
-	if got := plan.derive(a, toksA); got == nil || !sameDecision(t, p, a, got, da) {
+	toksA, keyA, runsA := shapeOf(a, scanA)
+	toksB, keyB, runsB := shapeOf(b, scanB)
+	if got := plan.derive(a, toksA, runsA); got == nil || !sameDecision(t, p, a, got, da) {
 		t.Fatalf("the plan of\n\t%s\ndoes not give its own text its decision: %s, want %s", a, outcomeOrNil(got), outcome(da))
 	}
 	if keyA != keyB {
 		return false
 	}
-	got := plan.derive(b, toksB)
+	got := plan.derive(b, toksB, runsB)
 	if got == nil {
 		return false
 	}
@@ -187,11 +188,13 @@ func sameDecision(t *testing.T, p *Policy, query string, got, want *Decision) bo
 	if gc == nil {
 		return true
 	}
-	if gc.lazy {
-		if gc = gc.resolve(p, query, got.sql); gc == nil {
-			t.Logf("the lazy classifier does not resolve")
-			return false
-		}
+	if gc = gc.resolve(p, query, got.sql); gc == nil {
+		t.Logf("the classifier does not resolve")
+		return false
+	}
+	if wc = wc.numbered(); wc == nil {
+		t.Logf("the analysis's classifier does not renumber")
+		return false
 	}
 	return gc.table == wc.table && gc.query == wc.query && slices.Equal(gc.args, wc.args) &&
 		gc.conflictOnly == wc.conflictOnly && gc.returning == wc.returning
@@ -218,6 +221,7 @@ func FuzzShape(f *testing.F) {
 		v := variant(sql, salt)
 		checkShape(t, p, sql, v)
 		checkShape(t, p, sql, squeeze(v, salt))
+		checkShape(t, p, sql, lengthen(v, salt)) // shape_lists_test.go
 	})
 }
 
@@ -247,7 +251,7 @@ func squeeze(sql, salt string) string {
 }
 
 func shapeSeedCorpus(tb testing.TB) []string {
-	seeds := slices.Clone(shapeSeeds)
+	seeds := append(slices.Clone(shapeSeeds), inListSeeds...)
 	files, _ := filepath.Glob("../../testdata/rewrite/*.sql")
 	for _, file := range files {
 		data, err := os.ReadFile(file)
@@ -344,8 +348,88 @@ func TestShapeSeedsHit(t *testing.T) {
 	}
 }
 
+// valueFields and reflectValueConstants are the walk valueConstants replaced, by
+// protobuf reflection over a table of fields: the oracle it is held to.
+//
+// valueFields lists, for each node type a plain value can be reached through, the
+// fields that lead to one: expression positions of DML statements. A node type not
+// listed ends the walk, and so does every field not listed (a function call's
+// arguments, a cast, a subscript, ORDER BY and GROUP BY positions, DEFAULT, …).
+var valueFields = map[protoreflect.FullName][]protoreflect.Name{
+	"pg_query.ParseResult":      {"stmts"},
+	"pg_query.RawStmt":          {"stmt"},
+	"pg_query.SelectStmt":       {"target_list", "from_clause", "where_clause", "values_lists", "limit_count", "limit_offset", "with_clause", "larg", "rarg", "having_clause"},
+	"pg_query.InsertStmt":       {"select_stmt", "on_conflict_clause", "returning_list", "with_clause"},
+	"pg_query.UpdateStmt":       {"target_list", "where_clause", "from_clause", "returning_list", "with_clause"},
+	"pg_query.DeleteStmt":       {"using_clause", "where_clause", "returning_list", "with_clause"},
+	"pg_query.OnConflictClause": {"target_list", "where_clause"},
+	"pg_query.WithClause":       {"ctes"},
+	"pg_query.CommonTableExpr":  {"ctequery"},
+	"pg_query.ResTarget":        {"val"},
+	"pg_query.A_Expr":           {"lexpr", "rexpr"},
+	"pg_query.BoolExpr":         {"args"},
+	"pg_query.NullTest":         {"arg"},
+	"pg_query.BooleanTest":      {"arg"},
+	"pg_query.List":             {"items"},
+	"pg_query.SubLink":          {"testexpr", "subselect"},
+	"pg_query.JoinExpr":         {"larg", "rarg", "quals"},
+	"pg_query.RangeSubselect":   {"subquery"},
+}
+
+// valueFieldDescs is valueFields resolved to descriptors once.
+var valueFieldDescs = func() map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor {
+	file := (&pg.ParseResult{}).ProtoReflect().Descriptor().ParentFile()
+	out := map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor{}
+	for name, fields := range valueFields {
+		desc := file.Messages().ByName(name.Name())
+		for _, f := range fields {
+			out[desc] = append(out[desc], desc.Fields().ByName(f))
+		}
+	}
+	return out
+}()
+
+var (
+	aConstDesc = (&pg.A_Const{}).ProtoReflect().Descriptor()
+	nodeDesc   = (&pg.Node{}).ProtoReflect().Descriptor()
+	nodeOneof  = nodeDesc.Oneofs().Get(0)
+)
+
+// reflectValueConstants returns the locations of the constants in tree that are plain
+// values (see valueFields).
+func reflectValueConstants(tree *pg.ParseResult) []int32 {
+	var locs []int32
+	var walk func(m protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		switch desc := m.Descriptor(); desc {
+		case aConstDesc:
+			locs = append(locs, m.Interface().(*pg.A_Const).Location)
+		case nodeDesc: // a oneof wrapper: the node it holds decides
+			if fd := m.WhichOneof(nodeOneof); fd != nil && fd.Kind() == protoreflect.MessageKind {
+				walk(m.Get(fd).Message())
+			}
+		default:
+			for _, fd := range valueFieldDescs[desc] {
+				if !m.Has(fd) {
+					continue
+				}
+				if v := m.Get(fd); fd.IsList() {
+					for i, l := 0, v.List(); i < l.Len(); i++ {
+						walk(l.Get(i).Message())
+					}
+				} else {
+					walk(v.Message())
+				}
+			}
+		}
+	}
+	walk(tree.ProtoReflect())
+	return locs
+}
+
 // TestValueFields: every field valueFields names exists, so no path is silently
-// dropped by a misspelling.
+// dropped by a misspelling; and valueConstants finds exactly the constants the
+// table-driven walk finds, over the corpora.
 func TestValueFields(t *testing.T) {
 	tree, err := pg.Parse("SELECT 1")
 	if err != nil {
@@ -364,6 +448,52 @@ func TestValueFields(t *testing.T) {
 			}
 		}
 	}
+	n := 0
+	for _, q := range corpusStatements(t) {
+		tree, err := pg.Parse(q)
+		if err != nil {
+			continue
+		}
+		got, _ := valueConstants(tree)
+		want := reflectValueConstants(tree)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: value constants at %v, want %v", q, got, want)
+		}
+		n++
+	}
+	if n < 400 {
+		t.Fatalf("only %d corpus statements parsed", n)
+	}
+}
+
+// corpusStatements returns the statements of the repository's SQL corpora, one per
+// entry, and each file whole.
+func corpusStatements(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir("../../testdata", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, ".sql") {
+			return err
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, q := range strings.Split(string(text), "\n--! name:") {
+			if i := strings.Index(q, "\n"); i >= 0 && !strings.HasPrefix(q, "--") {
+				q = q[i:]
+			}
+			out = append(out, q)
+		}
+		out = append(out, string(text))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestShapeThroughCache: the enforcer decides the second text of a shape from the

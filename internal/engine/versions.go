@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
@@ -68,8 +69,8 @@ func serverNeeds(toks []pgtree.Token, tree *pg.ParseResult) (int, string) {
 	}
 	min, what := 0, ""
 	for _, s := range tree.Stmts {
-		pgtree.Walk(s.ProtoReflect(), func(m protoreflect.Message) bool {
-			if v, ok := versionedNodes[m.Descriptor().FullName()]; ok && v.min > min {
+		pgtree.WalkNodes(s, func(m proto.Message) bool {
+			if v, ok := versionedNodes[m.ProtoReflect().Descriptor().FullName()]; ok && v.min > min {
 				min, what = v.min, v.what
 			}
 			return true

@@ -41,6 +41,27 @@ type Classifier struct {
 	lazy  bool
 	once  sync.Once
 	built *Classifier
+	// raw: the query before its parameters are renumbered, which waits for the
+	// first use like a lazy classifier (numbered); query is "" until then.
+	raw          string
+	numberOnce   sync.Once
+	numberedForm *Classifier
+}
+
+// numbered returns c with its query renumbered: c itself unless it waits for that
+// (raw), then the classifier renumber builds, or nil when it cannot (which the
+// classifier's builder made certain it can, see classifier).
+func (c *Classifier) numbered() *Classifier {
+	if c == nil || c.raw == "" {
+		return c
+	}
+	c.numberOnce.Do(func() {
+		if n := renumber(c.table, c.raw); n != nil {
+			n.returning = c.returning
+			c.numberedForm = n
+		}
+	})
+	return c.numberedForm
 }
 
 // forShape returns the classifier of a decision taken by shape from a text whose
@@ -58,13 +79,13 @@ func (c *Classifier) forShape() *Classifier {
 // provided that analysis sends the same text as the shape did (sent); nil otherwise.
 func (c *Classifier) resolve(policy *Policy, query, sent string) *Classifier {
 	if !c.lazy {
-		return c
+		return c.numbered()
 	}
 	c.once.Do(func() {
 		d := Analyze(policy, query)
 		if d.act == ActRewrite && d.sql == sent && d.zeroRows != nil && d.zeroRows.table == c.table &&
 			!d.zeroRows.conflictOnly && d.zeroRows.returning == c.returning {
-			c.built = d.zeroRows
+			c.built = d.zeroRows.numbered()
 		}
 	})
 	return c.built
@@ -94,7 +115,39 @@ func (r *rewriter) classifier(t *Table, qual string, deleted bool, w *pg.WithCla
 		b.WriteString(r.whereText(whereEnd))
 		b.WriteString(")")
 	}
-	return renumber(t, b.String())
+	q := b.String()
+	if strings.Count(q, epochMarker) == 1 && plainParams(r.sql, r.toks) {
+		// Renumbering scans the query again; a 0-row write is the rare path, so it
+		// waits for the first use (numbered). Whether there is a classifier is part
+		// of the decision and is known now: renumber refuses only a query in which
+		// the marker is not exactly one identifier — here the text holds it once,
+		// where the classifier wrote it, between tokens of complete token ranges, so
+		// it is one IDENT — or a parameter it cannot read, and every parameter token
+		// of the statement is $ and at most 9 digits, numbered from $1 (the analysis
+		// refused $0).
+		return &Classifier{table: t, raw: q}
+	}
+	return renumber(t, q)
+}
+
+// plainParams reports whether every parameter token of the statement is $ and 1 to
+// 9 digits, as strconv.Atoi reads it.
+func plainParams(sql string, toks []token) bool {
+	for _, t := range toks {
+		if t.tok != pg.Token_PARAM {
+			continue
+		}
+		digits := sql[t.start+1 : t.end]
+		if len(digits) == 0 || len(digits) > 9 {
+			return false
+		}
+		for i := 0; i < len(digits); i++ {
+			if digits[i] < '0' || digits[i] > '9' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // whereText returns the condition that ends before token end: the text after the
@@ -336,7 +389,7 @@ func refersTo(n *pg.Node, rel string) bool {
 // last (the epoch), the index of the statement's argument it takes; "" when the
 // statement has none that can be built ahead (conflictOnly, or decided by shape).
 func (c *Classifier) Query() (string, []int) {
-	if c.query == "" {
+	if c = c.numbered(); c == nil || c.query == "" {
 		return "", nil
 	}
 	return c.query, slices.Clone(c.args)

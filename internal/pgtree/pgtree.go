@@ -9,44 +9,34 @@ import (
 	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
+
+//go:generate go run ./walkgen
 
 // Walk calls f on every message in the tree, depth first; f returns false to skip a
 // message's children.
 func Walk(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	if f(m) {
-		walkChildren(m, f)
-	}
+	WalkNodes(m.Interface(), func(n proto.Message) bool { return f(n.ProtoReflect()) })
 }
 
-// walkChildren is Walk for each of m's children, in the order the fields are
-// declared. It asks the fields that can hold messages directly (children), where
-// ranging over every populated field costs a closure call per field, scalars
-// included: every statement sqlfence decides is walked several times.
-func walkChildren(m protoreflect.Message, f func(protoreflect.Message) bool) {
-	mf := fieldsOf(m.Descriptor())
-	for _, fd := range mf.children {
-		if m.Has(fd) {
-			walkField(m, fd, f)
+// WalkNodes is Walk for callers that switch on the Go type of each message, which is
+// all the judges do: it hands them the message without its reflection view. The
+// children come from children_gen.go, a type switch generated from pg_query's
+// descriptors (walkgen), in the order the fields are declared, oneofs last: asking
+// for them by protobuf reflection (a descriptor lookup, Has, Get and a boxed value
+// per field) cost more than the parse for every statement, which each of the
+// judges walks.
+func WalkNodes(m proto.Message, f func(proto.Message) bool) {
+	var walk func(proto.Message) bool
+	walk = func(n proto.Message) bool {
+		if f(n) {
+			eachChild(n, walk)
 		}
+		return true
 	}
-	for _, o := range mf.oneofs {
-		if fd := m.WhichOneof(o); fd != nil && fd.Kind() == protoreflect.MessageKind {
-			walkField(m, fd, f)
-		}
-	}
-}
-
-func walkField(m protoreflect.Message, fd protoreflect.FieldDescriptor, f func(protoreflect.Message) bool) {
-	if v := m.Get(fd); fd.IsList() {
-		l := v.List()
-		for i := 0; i < l.Len(); i++ {
-			Walk(l.Get(i).Message(), f)
-		}
-	} else {
-		Walk(v.Message(), f)
-	}
+	walk(m)
 }
 
 // messageFields is, per message type, where Walk finds its children (its message

@@ -22,8 +22,10 @@ type Write struct {
 }
 
 // WriteOf returns the write m is, if it is one.
-func WriteOf(m protoreflect.Message) (Write, bool) {
-	switch s := m.Interface().(type) {
+func WriteOf(m protoreflect.Message) (Write, bool) { return writeOf(m.Interface()) }
+
+func writeOf(m proto.Message) (Write, bool) {
+	switch s := m.(type) {
 	case *pg.InsertStmt:
 		return Write{Node: s, Kind: "INSERT", Relation: s.Relation}, true
 	case *pg.UpdateStmt:
@@ -42,8 +44,8 @@ func WriteOf(m protoreflect.Message) (Write, bool) {
 }
 
 // bodyOf names the body m holds statements for, when they run later rather than now.
-func bodyOf(m protoreflect.Message) string {
-	switch m.Interface().(type) {
+func bodyOf(m proto.Message) string {
+	switch m.(type) {
 	case *pg.RuleStmt:
 		return "RULE"
 	case *pg.CreateFunctionStmt:
@@ -60,27 +62,39 @@ func bodyOf(m protoreflect.Message) string {
 // are. visit, when not nil, is called first on every message with the body it sits in
 // (Write.In); returning false skips the message's subtree, writes included.
 func Writes(root protoreflect.Message, visit func(m protoreflect.Message, in string) bool) []Write {
+	if visit == nil {
+		return WritesIn(root.Interface(), nil)
+	}
+	return WritesIn(root.Interface(), func(m proto.Message, in string) bool { return visit(m.ProtoReflect(), in) })
+}
+
+// WritesIn is Writes for callers that switch on each message's Go type.
+func WritesIn(root proto.Message, visit func(m proto.Message, in string) bool) []Write {
 	var out []Write
-	var walk func(in string) func(protoreflect.Message) bool
-	walk = func(in string) func(protoreflect.Message) bool {
-		return func(m protoreflect.Message) bool {
+	var walk func(in string) func(proto.Message) bool
+	walk = func(in string) func(proto.Message) bool {
+		return func(m proto.Message) bool {
 			if visit != nil && !visit(m, in) {
 				return false
 			}
-			if w, ok := WriteOf(m); ok {
+			if w, ok := writeOf(m); ok {
 				w.In = in
 				out = append(out, w)
 			}
-			if e, ok := m.Interface().(*pg.ExplainStmt); ok && !ExplainAnalyze(e) {
+			if e, ok := m.(*pg.ExplainStmt); ok && !ExplainAnalyze(e) {
 				return false
 			}
 			if body := bodyOf(m); in == "" && body != "" {
-				walkChildren(m, walk(body))
+				inner := walk(body)
+				eachChild(m, func(c proto.Message) bool {
+					WalkNodes(c, inner)
+					return true
+				})
 				return false
 			}
 			return true
 		}
 	}
-	Walk(root, walk(""))
+	WalkNodes(root, walk(""))
 	return out
 }
