@@ -16,53 +16,29 @@ import (
 // against an unguarded one: the guard as installed, its parts, and the alternatives
 // to it, each named by its table, with the SQL that puts its triggers on it.
 var guardOptions = []struct{ table, sql string }{
-	{"opt_installed", ""}, // sqlfence guard --apply
-	{"opt_plain", "SELECT 1"},
+	{"opt_installed", ""},     // sqlfence guard --apply
+	{"opt_plain", "SELECT 1"}, // a control: no trigger, like unguarded
+	// The guard before this version, both triggers.
+	{"opt_before", `CREATE TRIGGER t BEFORE UPDATE ON opt_before FOR EACH STATEMENT
+		EXECUTE FUNCTION public.bench_guard_one_expression('opt_before');
+		CREATE TRIGGER sqlfence_guard_epoch AFTER UPDATE ON opt_before FOR EACH ROW
+		WHEN (NEW.writer_epoch < OLD.writer_epoch OR (NEW.writer_epoch IS NULL AND OLD.writer_epoch IS NOT NULL))
+		EXECUTE FUNCTION sqlfence.guard_epoch('writer_epoch')`},
 	// The statement trigger before this version: one expression for all its checks.
-	{"opt_statement_one_expr", guardOneExpression + `
+	{"opt_statement_one_expr", `
 		CREATE TRIGGER t BEFORE UPDATE ON opt_statement_one_expr FOR EACH STATEMENT
 		EXECUTE FUNCTION public.bench_guard_one_expression('opt_statement_one_expr')`},
-	{"opt_name", `CREATE FUNCTION public.bench_name() RETURNS trigger LANGUAGE plpgsql AS $fn$
-		BEGIN
-		IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ')
-		   AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
-		   AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
-		   AND TG_TABLE_NAME::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
-		       pg_catalog.substr(pg_catalog.current_query(), 20), '*/', 1), ' ')) THEN RETURN NULL; END IF;
-		RAISE EXCEPTION 'x'; END $fn$;
-		CREATE TRIGGER t BEFORE UPDATE ON opt_name FOR EACH STATEMENT EXECUTE FUNCTION public.bench_name()`},
-	{"opt_depth", `CREATE FUNCTION public.bench_depth() RETURNS trigger LANGUAGE plpgsql AS $fn$
-		BEGIN
-		IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ')
-		   AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
-		   AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on' THEN RETURN NULL; END IF;
-		RAISE EXCEPTION 'x'; END $fn$;
-		CREATE TRIGGER t BEFORE UPDATE ON opt_depth FOR EACH STATEMENT EXECUTE FUNCTION public.bench_depth()`},
-	{"opt_strpos", `CREATE FUNCTION public.bench_strpos() RETURNS trigger LANGUAGE plpgsql AS $fn$
-		BEGIN
-		IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ')
-		   AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
-		   AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
-		   AND pg_catalog.strpos(pg_catalog.textcat(pg_catalog.split_part(pg_catalog.substr(pg_catalog.current_query(), 19), '*/', 1), ' '),
-		       pg_catalog.textcat(pg_catalog.textcat(' ', TG_ARGV[0]), ' ')) OPERATOR(pg_catalog.>) 0 THEN RETURN NULL; END IF;
-		RAISE EXCEPTION 'x'; END $fn$;
-		CREATE TRIGGER t BEFORE UPDATE ON opt_strpos FOR EACH STATEMENT EXECUTE FUNCTION public.bench_strpos('opt_strpos')`},
-	{"opt_nosetting", `CREATE FUNCTION public.bench_nosetting() RETURNS trigger LANGUAGE plpgsql AS $fn$
-		BEGIN
-		IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ')
-		   AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
-		   AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.split_part(
-		       pg_catalog.substr(pg_catalog.current_query(), 20), '*/', 1), ' ')) THEN RETURN NULL; END IF;
-		RAISE EXCEPTION 'x'; END $fn$;
-		CREATE TRIGGER t BEFORE UPDATE ON opt_nosetting FOR EACH STATEMENT EXECUTE FUNCTION public.bench_nosetting('opt_nosetting')`},
+	// The check for function frames alone: GET DIAGNOSTICS PG_CONTEXT and one test.
 	{"opt_ctx", `CREATE FUNCTION public.bench_ctx() RETURNS trigger LANGUAGE plpgsql AS $fn$
 		DECLARE ctx pg_catalog.text;
 		BEGIN GET DIAGNOSTICS ctx = PG_CONTEXT;
 		IF pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0 THEN RETURN NULL; END IF; RAISE EXCEPTION 'x'; END $fn$;
 		CREATE TRIGGER t BEFORE UPDATE ON opt_ctx FOR EACH STATEMENT EXECUTE FUNCTION public.bench_ctx()`},
+	// One PL/pgSQL expression, the smallest: a prefix test of current_query().
 	{"opt_min", `CREATE FUNCTION public.bench_min() RETURNS trigger LANGUAGE plpgsql AS $fn$
 		BEGIN IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ') THEN RETURN NULL; END IF; RAISE EXCEPTION 'x'; END $fn$;
 		CREATE TRIGGER t BEFORE UPDATE ON opt_min FOR EACH STATEMENT EXECUTE FUNCTION public.bench_min()`},
+	// The statement checks before this version without the context check.
 	{"opt_noctx", `CREATE FUNCTION public.bench_noctx() RETURNS trigger LANGUAGE plpgsql AS $fn$
 		BEGIN
 		IF pg_catalog.starts_with(pg_catalog.current_query(), '/*sqlfence fenced: ')
@@ -80,6 +56,10 @@ var guardOptions = []struct{ table, sql string }{
 	{"opt_row_when3", `CREATE TRIGGER sqlfence_guard_epoch AFTER UPDATE ON opt_row_when3 FOR EACH ROW
 		WHEN (NEW.writer_epoch < OLD.writer_epoch OR (NEW.writer_epoch IS NULL AND OLD.writer_epoch IS NOT NULL))
 		EXECUTE FUNCTION sqlfence.guard_epoch('writer_epoch')`},
+	// The row check as a constraint trigger: an AFTER row trigger by another name.
+	{"opt_row_constraint", `CREATE CONSTRAINT TRIGGER sqlfence_guard_epoch AFTER UPDATE ON opt_row_constraint
+		DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW
+		WHEN ((NEW.writer_epoch < OLD.writer_epoch) IS NOT FALSE) EXECUTE FUNCTION sqlfence.guard_epoch('writer_epoch')`},
 	// What any PL/pgSQL statement trigger costs: one that checks nothing.
 	{"opt_empty", `CREATE TRIGGER t BEFORE UPDATE ON opt_empty FOR EACH STATEMENT EXECUTE FUNCTION public.bench_empty()`},
 	// The floor of two triggers: the empty statement trigger and the row trigger.
@@ -111,7 +91,7 @@ func BenchmarkGuardOptions(b *testing.B) {
 	tables := []string{"unguarded"}
 	setup := `CREATE TABLE unguarded (id int PRIMARY KEY, n int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
 		INSERT INTO unguarded SELECT i, 0, 0 FROM generate_series(1, 1000) i;
-		CREATE FUNCTION public.bench_empty() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;`
+		CREATE FUNCTION public.bench_empty() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;` + guardOneExpression
 	for _, o := range guardOptions {
 		tables = append(tables, o.table)
 		setup += "CREATE TABLE " + o.table + " (LIKE unguarded INCLUDING ALL); INSERT INTO " + o.table + " SELECT * FROM unguarded;"
