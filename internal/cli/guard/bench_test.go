@@ -2,7 +2,10 @@ package guard
 
 import (
 	"database/sql"
+	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +17,9 @@ import (
 
 // BenchmarkGuard is the guard's cost on the driver's normal path: a fenced single-row
 // UPDATE by primary key, under a fresh epoch, to a table with the guard and to an
-// identical one without it, in the same database and the same run; guarded/unguarded
-// is the ratio (go test -run X -bench Guard -count 5 ./internal/cli/guard).
+// identical one without it, in the same database and the same run, by 1 and by 8
+// workers; guarded/unguarded is the ratio of the medians
+// (go test -run '^$' -bench 'Guard$' -count 5 ./internal/cli/guard).
 func BenchmarkGuard(b *testing.B) {
 	dsn := pgtest.NewDB(b)
 	raw := clitest.PGConnect(b, dsn, nil)
@@ -40,38 +44,66 @@ func BenchmarkGuard(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	unguarded, guarded := alternate(b, db, "unguarded", "guarded")
-	b.ReportMetric(unguarded, "unguarded-ns/write")
-	b.ReportMetric(guarded, "guarded-ns/write")
-	b.ReportMetric(guarded/unguarded, "guarded/unguarded")
+	var epoch atomic.Int64
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			m := alternate(b, db, &epoch, workers, "unguarded", "guarded")
+			b.ReportMetric(m[0], "unguarded-ns/write")
+			b.ReportMetric(m[1], "guarded-ns/write")
+			b.ReportMetric(m[1]/m[0], "guarded/unguarded")
+		})
+	}
 }
 
 // alternate runs, per iteration, one fenced single-row UPDATE of each table, taking
-// turns at going first, each timed on its own, and returns their medians: on a
-// shared machine, load that comes and goes then weighs on both alike, and a stall
-// does not count.
-func alternate(b *testing.B, db *sql.DB, tables ...string) (float64, float64) {
-	db.SetMaxIdleConns(1)
-	db.SetMaxOpenConns(1)
+// turns at going first, each timed on its own, by workers goroutines (each on rows of
+// its own, so that no write waits for another's row lock), and returns the medians
+// per table: on a shared machine, load that comes and goes then weighs on all alike,
+// and a stall does not count. epoch is shared by the runs of one benchmark, so that
+// every row's epoch only rises.
+func alternate(b *testing.B, db *sql.DB, epoch *atomic.Int64, workers int, tables ...string) []float64 {
+	db.SetMaxIdleConns(workers)
+	db.SetMaxOpenConns(workers)
 	ctx := b.Context()
-	var spent [2][]time.Duration
-	var epoch int64
-	for b.Loop() {
-		epoch++
-		for k := range 2 {
-			i := (k + int(epoch)) % 2
-			start := time.Now()
-			if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, epoch), "UPDATE "+tables[i]+" SET n = n + 1 WHERE id = $1", epoch%1000+1); err != nil {
-				b.Fatal(err)
+	spent := make([][][]time.Duration, workers)
+	rows := int64(1000 / workers)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range workers {
+		spent[w] = make([][]time.Duration, len(tables))
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) && failed.Load() == nil {
+				e := epoch.Add(1)
+				id := int64(w)*rows + e%rows + 1
+				for k := range tables {
+					i := (k + int(e)) % len(tables)
+					start := time.Now()
+					if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, e), "UPDATE "+tables[i]+" SET n = n + 1 WHERE id = $1", id); err != nil {
+						failed.Store(&err)
+						return
+					}
+					spent[w][i] = append(spent[w][i], time.Since(start))
+				}
 			}
-			spent[i] = append(spent[i], time.Since(start))
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	medians := make([]float64, len(tables))
+	for i := range tables {
+		var all []time.Duration
+		for w := range workers {
+			all = append(all, spent[w][i]...)
 		}
+		slices.Sort(all)
+		medians[i] = float64(all[len(all)/2].Nanoseconds())
 	}
-	median := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2].Nanoseconds())
-	}
-	return median(spent[0]), median(spent[1])
+	return medians
 }
 
 // BenchmarkCatalogVersion is what keeping the catalog fresh costs a fenced
@@ -110,10 +142,11 @@ func BenchmarkCatalogVersion(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	unchecked, checked := alternate(b, db, "unchecked", "checked")
-	b.ReportMetric(unchecked, "unchecked-ns/write")
-	b.ReportMetric(checked, "checked-ns/write")
-	b.ReportMetric(checked/unchecked, "checked/unchecked")
+	var epoch atomic.Int64
+	m := alternate(b, db, &epoch, 1, "unchecked", "checked")
+	b.ReportMetric(m[0], "unchecked-ns/write")
+	b.ReportMetric(m[1], "checked-ns/write")
+	b.ReportMetric(m[1]/m[0], "checked/unchecked")
 }
 
 // unversionedGuard is the guard's statement trigger function before the catalog

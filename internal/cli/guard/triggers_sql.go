@@ -200,12 +200,25 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     ctx pg_catalog.text;
 BEGIN
-    -- One expression: plpgsql prepares each expression once per transaction, and
-    -- with autocommit that is once per statement. The marker names what the driver
-    -- fenced and starts, from a connector under resolve: catalog, with "@N": the
-    -- catalog version the statement was decided on, which must still be the current
-    -- one — DDL since may change what the statement writes (sqlfence.catalog_version).
+    -- The marker names what the driver fenced and starts, from a connector under
+    -- resolve: catalog, with "@N": the catalog version the statement was decided on,
+    -- which must still be the current one — DDL since may change what the statement
+    -- writes (sqlfence.catalog_version). plpgsql prepares each expression the first
+    -- time a transaction evaluates it, all of it (with autocommit: once per
+    -- statement), so that the cost follows the size of the expressions evaluated.
+    -- Hence two: a statement that fenced this relation alone, the common case,
+    -- passes the first, whose marker test is one prefix (the prefix, the version,
+    -- this name, then */); the second takes the marker's words apart.
     GET DIAGNOSTICS ctx = PG_CONTEXT;
+    IF (pg_catalog.starts_with(pg_catalog.current_query(), pg_catalog.textcat(pg_catalog.textcat({{prefix}}, TG_ARGV[0]), '*/'))
+        OR pg_catalog.starts_with(pg_catalog.current_query(), pg_catalog.textcat(pg_catalog.textcat(pg_catalog.textcat(pg_catalog.textcat(
+           {{versionprefix}}, pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text),
+           ' '), TG_ARGV[0]), '*/')))
+       AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
+       AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
+       AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on' THEN
+        RETURN NULL;
+    END IF;
     IF pg_catalog.starts_with(pg_catalog.current_query(), {{prefix}})
        AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
        AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
@@ -280,12 +293,18 @@ BEGIN
 END
 $fn$;
 
--- Row trigger, fired only when an UPDATE lowers the epoch (see its WHEN clause). It
+-- Row trigger, fired only when an UPDATE may lower the epoch (see its WHEN clause). It
 -- runs AFTER the update so that it sees the row as every BEFORE trigger left it,
--- whatever their names (BEFORE triggers run in name order).
+-- whatever their names (BEFORE triggers run in name order). Its WHEN clause is one
+-- comparison, (NEW < OLD) IS NOT FALSE, because the executor reads it back from its
+-- stored text for every UPDATE statement: that also fires for a row whose old epoch
+-- is NULL, and raising an epoch from NULL is no step backwards.
 CREATE OR REPLACE FUNCTION sqlfence.guard_epoch() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
+    IF (to_jsonb(OLD) ->> TG_ARGV[0]) IS NULL THEN
+        RETURN NEW;
+    END IF;
     IF sqlfence.active_override() IS NOT NULL THEN
         RETURN NEW;
     END IF;
@@ -350,7 +369,7 @@ BEGIN
                 EXECUTE format('DROP TRIGGER sqlfence_guard_epoch ON %s', r.oid::regclass);
             END IF;
             EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch AFTER UPDATE ON %1$s FOR EACH ROW '
-                'WHEN (NEW.%2$I < OLD.%2$I OR (NEW.%2$I IS NULL AND OLD.%2$I IS NOT NULL)) '
+                'WHEN ((NEW.%2$I < OLD.%2$I) IS NOT FALSE) '
                 'EXECUTE FUNCTION sqlfence.guard_epoch(%3$L)', r.oid::regclass, p_epoch_column, p_epoch_column);
         END IF;
         relation := r.oid::regclass::text;
