@@ -53,7 +53,10 @@ driver does under resolve: none. With -dsn DSN they are decided with that databa
 catalog, as the driver decides them under resolve: catalog (the default): writes
 through partitions, inheritance children and views of protected tables, functions
 judged by their bodies, triggers, rules and foreign-key actions. Give the DSN of a
-database migrated to the schema the application runs against.`
+database migrated to the schema the application runs against, or of an empty scratch
+database and -migrations DIR: the directory's up migrations (*.sql in name order,
+*.down.sql skipped, a file's "-- +goose Down" or "-- migrate:down" half cut) are
+applied to it inside a transaction that is rolled back once the catalog is read.`
 
 func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 	a := &analysis.Analyzer{
@@ -61,11 +64,12 @@ func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 		Doc:  doc,
 		URL:  "https://github.com/sqlfence/sqlfence/tree/main/contrib/analyzer",
 	}
-	var path, dsn string
+	var path, dsn, migrations string
 	if pol == nil {
 		a.Flags.StringVar(&path, "policy", "", "sqlfence policy file (default $"+sqlfence.PolicyEnv+"); under go vet give an absolute path, since vet runs the tool in each package's directory")
 	}
 	a.Flags.StringVar(&dsn, "dsn", "", "decide with this database's catalog, as the driver does under resolve: catalog (the default): partitions, children and views of protected tables, functions by their bodies, triggers, rules; read once per process (under go vet, once per package)")
+	a.Flags.StringVar(&migrations, "migrations", "", "with -dsn of an empty scratch database: apply the up migrations of this directory (*.sql in name order) there, in a transaction rolled back once the catalog is read, and decide with the schema they make")
 	load := sync.OnceValues(func() (*rules, error) {
 		p := pol
 		if p == nil {
@@ -75,9 +79,12 @@ func newAnalyzer(pol *sqlfence.Policy) *analysis.Analyzer {
 			}
 		}
 		if dsn == "" {
+			if migrations != "" {
+				return nil, errors.New("sqlfence: -migrations needs -dsn: the DSN of an empty scratch database to apply them to (inside a transaction that is rolled back)")
+			}
 			return &rules{pol: p, plan: p.Plan}, nil
 		}
-		pl, err := planner(p, dsn)
+		pl, err := planner(p, dsn, migrations)
 		if err != nil {
 			return nil, err
 		}
@@ -101,15 +108,31 @@ type rules struct {
 	plan func(query string) sqlfence.Plan
 }
 
-// planner reads the catalog of the database at dsn, as a connector to it would.
-func planner(pol *sqlfence.Policy, dsn string) (*sqlfence.Planner, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// planner reads the catalog of the database at dsn, as a connector to it would; with
+// migrations, of the schema the migrations of that directory make there (read in a
+// transaction that is rolled back).
+func planner(pol *sqlfence.Policy, dsn, migrations string) (*sqlfence.Planner, error) {
+	var ms []cmdutil.Migration
+	if migrations != "" {
+		var err error
+		if ms, err = cmdutil.ReadMigrations(migrations); err != nil {
+			return nil, fmt.Errorf("sqlfence: -migrations: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn, err := cmdutil.Connect(ctx, dsn, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sqlfence: -dsn: %w", err)
 	}
+	// Closing the connection ends the session, and the server rolls back the
+	// migrations' transaction with it: nothing of them stays in the database.
 	defer conn.Close(context.Background())
+	if ms != nil {
+		if err := cmdutil.ApplyMigrations(ctx, conn, migrations, ms); err != nil {
+			return nil, fmt.Errorf("sqlfence: -dsn: %w", err)
+		}
+	}
 	pl, err := pol.Planner(ctx, cmdutil.QueryFunc(conn))
 	if err != nil {
 		return nil, fmt.Errorf("sqlfence: -dsn: the policy %s against %s: %w", pol.Source, cmdutil.DescribeTarget(conn.Config()), err)

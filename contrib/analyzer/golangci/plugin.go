@@ -13,6 +13,7 @@
 //	        settings:
 //	          policy: sqlfence.yaml
 //	          dsn: postgres://…   # optional: decide with this database's catalog
+//	          migrations: migrations/   # optional, with dsn of an empty scratch database
 package golangci
 
 import (
@@ -35,21 +36,28 @@ type Settings struct {
 	// driver decides them under resolve: catalog (sqlfence-vet's -dsn); read once per
 	// golangci-lint run.
 	DSN string `json:"dsn"`
+	// Migrations, with DSN of an empty scratch database, is a directory of up
+	// migrations applied there, in a transaction rolled back once the catalog is read
+	// (sqlfence-vet's -migrations).
+	Migrations string `json:"migrations"`
 }
 
 // New is the plugin's constructor, as golangci-lint calls it with the settings.
 func New(settings any) (register.LinterPlugin, error) {
 	s, err := register.DecodeSettings[Settings](settings)
 	if err != nil {
-		return nil, fmt.Errorf("sqlfence plugin settings: %w (the settings are policy: PATH and dsn: DSN)", err)
+		return nil, fmt.Errorf("sqlfence plugin settings: %w (the settings are policy: PATH, dsn: DSN and migrations: DIR)", err)
 	}
 	pol, err := analyzer.LoadPolicy(s.Policy)
 	if err != nil {
 		return nil, err
 	}
 	a := analyzer.New(pol)
-	if s.DSN != "" {
-		if err := a.Flags.Set("dsn", s.DSN); err != nil {
+	for flag, v := range map[string]string{"dsn": s.DSN, "migrations": s.Migrations} {
+		if v == "" {
+			continue
+		}
+		if err := a.Flags.Set(flag, v); err != nil {
 			return nil, err
 		}
 	}

@@ -87,7 +87,11 @@ reported (SF501, SF502, SF503). The Go packages' statements are then decided wit
 that database's catalog, as the driver decides them under resolve: catalog (writes
 through partitions, children and views of protected tables, functions by their
 bodies); without --dsn, from their text and the policy's names alone. Give the DSN
-of a database migrated to the schema the application runs against.
+of a database migrated to the schema the application runs against, or of an empty
+scratch database and --migrations DIR: the directory's up migrations (*.sql in name
+order; *.down.sql skipped, a file's "-- +goose Down" or "-- migrate:down" half cut)
+are applied there inside a transaction that is rolled back once the catalog is read,
+and the policy and the Go packages are checked against the schema they make.
 
 A statement that does not parse is reported as an error, and the rest of its file is
 still checked.
@@ -107,6 +111,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	withGo := f.Bool("go", true, "also check SQL string literals in .go files found in directories")
 	withTests := f.Bool("tests", false, "also check *_test.go files found in directories")
 	dsn := f.String("dsn", "", "also check the policy against this database, as the driver does before its first statement, and decide the Go packages' statements with its catalog")
+	migrations := f.String("migrations", "", "with --dsn of an empty scratch database: apply the up migrations of this directory there, in a transaction that is rolled back, and check against the schema they make")
 	vettool := f.String("vettool", "", "the Go analyzer that checks Go packages (default: "+vetTool+" next to sqlfence, else on PATH)")
 	args, code, done := f.Parse(args, stdout, stderr)
 	if done {
@@ -124,6 +129,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	case "text", "json", "sarif":
 	default:
 		return f.UsageError(stderr, "--format must be text, json or sarif, not %q", *format)
+	}
+	if *migrations != "" && *dsn == "" {
+		return f.UsageError(stderr, "--migrations needs --dsn: the DSN of an empty scratch database to apply them to (inside a transaction that is rolled back)")
 	}
 	if len(args) == 0 && *dsn == "" {
 		return f.UsageError(stderr, "no PATH to check: give .sql files, directories or Go packages, for example: sqlfence check --policy sqlfence.yaml migrations/ ./...")
@@ -167,10 +175,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	checkGoFiles(goFiles, pol, res)
 	if len(packages) > 0 {
 		res.Packages = packages
-		checkGoPackages(context.Background(), vetRun{tool: tool, patterns: packages, policyPath: path, dsn: *dsn, tests: *withTests}, res)
+		checkGoPackages(context.Background(), vetRun{tool: tool, patterns: packages, policyPath: path, dsn: *dsn, migrations: *migrations, tests: *withTests}, res)
 	}
 	if *dsn != "" {
-		if err := checkDatabase(*dsn, path, pol, res); err != nil {
+		if err := checkDatabase(*dsn, *migrations, path, pol, res); err != nil {
 			return cmdutil.Fail(stderr, "check", err)
 		}
 	}

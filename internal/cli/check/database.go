@@ -14,15 +14,29 @@ import (
 
 // checkDatabase adds to res what Policy.CheckCatalog finds in the database at dsn:
 // the policy's problems at their lines of the policy file, and the triggers, rules
-// and foreign keys that make the driver refuse writes.
-func checkDatabase(dsn, policyPath string, pol *sqlfence.Policy, res *result) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// and foreign keys that make the driver refuse writes. With migrations, the database
+// is an empty scratch one, and what is checked is the schema the migrations of that
+// directory make there, in a transaction that closing the connection rolls back.
+func checkDatabase(dsn, migrations, policyPath string, pol *sqlfence.Policy, res *result) error {
+	var ms []cmdutil.Migration
+	if migrations != "" {
+		var err error
+		if ms, err = cmdutil.ReadMigrations(migrations); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn, err := cmdutil.Connect(ctx, dsn, 0)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
+	if ms != nil {
+		if err := cmdutil.ApplyMigrations(ctx, conn, migrations, ms); err != nil {
+			return err
+		}
+	}
 	fs, err := pol.CheckCatalog(ctx, cmdutil.QueryFunc(conn))
 	if err != nil {
 		return err

@@ -68,6 +68,7 @@ type vetRun struct {
 	patterns   []string
 	policyPath string // as check loaded it; passed absolute
 	dsn        string
+	migrations string
 	tests      bool
 }
 
@@ -89,6 +90,13 @@ func checkGoPackages(ctx context.Context, v vetRun, res *result) {
 	args := []string{"-json", "-policy", policy, "-test=" + strconv.FormatBool(v.tests)}
 	if v.dsn != "" {
 		args = append(args, "-dsn", v.dsn)
+	}
+	if v.migrations != "" {
+		dir, err := filepath.Abs(v.migrations)
+		if err != nil {
+			dir = v.migrations
+		}
+		args = append(args, "-migrations", dir)
 	}
 	args = append(args, "--")
 	args = append(args, v.patterns...)

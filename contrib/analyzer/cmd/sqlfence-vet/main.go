@@ -2,7 +2,8 @@
 // (go vet -vettool=$(which sqlfence-vet) -policy=$PWD/sqlfence.yaml ./...), on its
 // own (sqlfence-vet -policy sqlfence.yaml ./..., with -json for JSON), or with
 // -sarif for a SARIF log in the shape sqlfence check writes. -dsn DSN decides the
-// statements with that database's catalog; sqlfence check ./... runs it with -json.
+// statements with that database's catalog (with -migrations DIR, of the schema the
+// directory's migrations make in an empty one); sqlfence check ./... runs it with -json.
 package main
 
 import (
