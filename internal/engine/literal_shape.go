@@ -117,4 +117,3 @@ func cutAt(v string, at []int) []string {
 	}
 	return append(parts, v[last:])
 }
-
