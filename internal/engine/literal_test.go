@@ -333,3 +333,35 @@ func BenchmarkLiteralByShape(b *testing.B) {
 		}
 	}
 }
+
+// TestLiteralByPlanDeclines: a plan whose epoch tokens include one inside a name the
+// fence copies (a quoted alias) fails its first check, and its texts keep the
+// parameter; IN lists of other lengths move the edits, and the literal form follows.
+func TestLiteralByPlanDeclines(t *testing.T) {
+	e := New(testPolicy(t), DefaultCacheEntries, DefaultCacheBytes)
+	e.decide(`UPDATE inventory AS " $1::bigint" SET quantity = 1 WHERE sku = 'a'`)
+	for i := range 3 {
+		d, shaped := e.decide(`UPDATE inventory AS " $1::bigint" SET quantity = ` + strconv.Itoa(i+2) + ` WHERE sku = 'b'`)
+		if !shaped || d.act != ActRewrite {
+			t.Fatalf("%s: not derived", d.sql)
+		}
+		if s, ok := (&Bound{D: d, Send: d.sql, Epoch: 42, Fenced: true}).Literal(); ok {
+			t.Fatalf("%s: literal form %s", d.sql, s)
+		}
+		if d.fromPlan == nil || d.fromPlan.literal[0].Load() != 2 {
+			t.Fatalf("%s: the plan's check %d, want failed", d.sql, d.fromPlan.literal[0].Load())
+		}
+	}
+	e.decide(`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b') AND note = 'x'`)
+	for n := 1; n < 6; n++ {
+		list := strings.Repeat("'v', ", n) + "'w'"
+		d, shaped := e.decide(`UPDATE inventory SET quantity = 1 WHERE sku IN (` + list + `) AND note = 'y'`)
+		if !shaped {
+			t.Fatalf("%s: not derived", d.sql)
+		}
+		if _, ok := (&Bound{D: d, Send: d.sql, Epoch: 42, Fenced: true}).Literal(); !ok {
+			t.Fatalf("%s: no literal form", d.sql)
+		}
+		checkPlanLiteral(t, d)
+	}
+}
