@@ -53,6 +53,11 @@ type Decision struct {
 	// literal is the text cut at its epoch tokens, for Bound.Literal (literal.go);
 	// nil until the first use.
 	literal atomic.Pointer[literalForm]
+	// fromPlan is the plan a decision by shape was derived from when the plan can give
+	// it its literal form (planLiteral); epochAt are then where in sql the fence's
+	// epoch tokens "$1" begin.
+	fromPlan *shapePlan
+	epochAt  []int
 
 	catalog CatalogEffect // how the statement changes what resolve: catalog read
 
@@ -238,7 +243,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
 		return &Decision{act: ActPass, minServer: need, minWhat: needWhat}, nil
 	}
-	out := guardMarker(r.tables, policy.CatalogVersion) + applyEdits(sql, r.toks, r.edits)
+	out := guardMarker(r.tables, policy.CatalogVersion) + applyEdits(sql, r.toks, r.edits, nil)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil

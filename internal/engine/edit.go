@@ -119,8 +119,9 @@ func (r *rewriter) insertAfter(tok int, text string) {
 // applyEdits inserts edits into sql, whose tokens are toks. The edits stay in the
 // order they were made: with the positions of another text of the same shape, two
 // edits may fall on one offset in one text and not in the other, and only sorting
-// the original order gives each text what its own analysis gives.
-func applyEdits(sql string, toks []token, edits []edit) string {
+// the original order gives each text what its own analysis gives. When starts is
+// not nil, starts[i] is set to where edits[i].text begins in the result.
+func applyEdits(sql string, toks []token, edits []edit, starts []int) string {
 	type placed struct{ pos, end int }
 	at := make([]placed, len(edits))
 	order := make([]int, len(edits))
@@ -144,6 +145,9 @@ func applyEdits(sql string, toks []token, edits []edit) string {
 	pos := 0
 	for _, i := range order {
 		b.WriteString(sql[pos:at[i].pos])
+		if starts != nil {
+			starts[i] = b.Len()
+		}
 		b.WriteString(edits[i].text)
 		pos = at[i].end
 	}

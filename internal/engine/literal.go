@@ -72,6 +72,11 @@ func (b *Bound) Literal() (send string, ok bool) {
 	if !b.Fenced || b.Claim != nil || b.D.epochParam != 1 || b.Epoch <= 0 {
 		return "", false
 	}
+	if b.D.fromPlan != nil {
+		if s, ok := b.D.planLiteral(b.Epoch); ok {
+			return s, true
+		}
+	}
 	f := b.D.literal.Load()
 	if f == nil {
 		f = &literalForm{}
@@ -126,7 +131,18 @@ func withEpoch(parts []string, epoch int64) string {
 // show an integer token there, or shows a parameter token where one was not cut:
 // either way the epoch stays a parameter.
 func literalCheck(v string, epoch int64) ([]string, bool) {
-	const epochToken = "$1::bigint"
+	parts := literalCuts(v)
+	if parts == nil || !literalScan(parts, epoch) {
+		return nil, false
+	}
+	return parts, true
+}
+
+const epochToken = "$1::bigint"
+
+// literalCuts cuts v at its epoch tokens as literalCheck describes; nil when it has
+// none.
+func literalCuts(v string) []string {
 	var parts []string
 	last := 0
 	for at := 0; ; {
@@ -143,13 +159,17 @@ func literalCheck(v string, epoch int64) ([]string, bool) {
 		last = i + len("$1")
 	}
 	if len(parts) == 0 {
-		return nil, false
+		return nil
 	}
-	parts = append(parts, v[last:])
+	return append(parts, v[last:])
+}
+
+// literalScan scans parts joined by epoch's digits and checks point 1 of Literal.
+func literalScan(parts []string, epoch int64) bool {
 	f := withEpoch(parts, epoch)
 	ft, err := pgtree.ScanTokens(f, nil)
 	if err != nil {
-		return nil, false
+		return false
 	}
 	want := pg.Token_ICONST
 	if literalKind(epoch) == 1 {
@@ -161,29 +181,29 @@ func literalCheck(v string, epoch int64) ([]string, bool) {
 	for i, t := range ft {
 		switch {
 		case t.Kind == pg.Token_PARAM:
-			return nil, false
+			return false
 		case t.Start < next:
 			if t.End > next {
-				return nil, false // a token across the digits' start: a string, a comment
+				return false // a token across the digits' start: a string, a comment
 			}
 			continue
 		}
 		if t.Start > next || t.End != next+width || t.Kind != want || !literalAfter(f, ft[:i], t.Start) ||
 			i+1 == len(ft) || ft[i+1].Kind != pg.Token_TYPECAST || ft[i+1].Start != t.End {
-			return nil, false
+			return false
 		}
 		if cut == len(parts)-1 { // the last run: no parameter token may follow
 			for _, t := range ft[i+1:] {
 				if t.Kind == pg.Token_PARAM {
-					return nil, false
+					return false
 				}
 			}
-			return parts, true
+			return true
 		}
 		pos += width + int32(len(parts[cut]))
 		next, cut = pos, cut+1
 	}
-	return nil, false
+	return false
 }
 
 // literalAfter reports whether a run of digits at start stands apart from the tokens

@@ -254,3 +254,114 @@ func FuzzLiteral(f *testing.F) {
 		}
 	})
 }
+
+// checkPlanLiteral: a decision by shape's literal form, taken from its plan
+// (planLiteral), is the one a check of its own text gives, or, where that check
+// declines (a "$1::bigint" in the text's own string), one that parses to the decided
+// tree with the epoch as a constant.
+func checkPlanLiteral(t *testing.T, d *Decision) {
+	t.Helper()
+	if d.act != ActRewrite || d.epochParam != 1 {
+		return
+	}
+	for _, epoch := range []int64{7, 1 << 40} {
+		got, ok := (&Bound{D: d, Send: d.sql, Epoch: epoch, Fenced: true}).Literal()
+		own := &Decision{act: d.act, sql: d.sql, epochParam: d.epochParam}
+		want, wantOK := (&Bound{D: own, Send: own.sql, Epoch: epoch, Fenced: true}).Literal()
+		switch {
+		case wantOK && (!ok || got != want):
+			t.Fatalf("%s: literal form by plan %q (%v), by its own check %q", d.sql, got, ok, want)
+		case ok && !wantOK:
+			tree, err := pg.ParseToJSON(got)
+			if err != nil {
+				t.Fatalf("%s: %v", got, err)
+			}
+			var g any
+			if err := json.Unmarshal([]byte(tree), &g); err != nil {
+				t.Fatal(err)
+			}
+			if exp := withConstant(treeJSON(t, d.sql), epoch); !reflect.DeepEqual(stripLocations(g), exp) {
+				t.Fatalf("%s does not parse as %s with the epoch as a constant", got, d.sql)
+			}
+		}
+	}
+}
+
+// TestLiteralByPlan: new texts of a known shape take their literal form from the
+// plan, which is checked once per kind: the first derived text is scanned, the next
+// are not.
+func TestLiteralByPlan(t *testing.T) {
+	e := New(testPolicy(t), DefaultCacheEntries, DefaultCacheBytes)
+	e.decide(`UPDATE inventory SET quantity = 1, note = 'x' WHERE sku = 'a'`) // analysed: leaves the plan
+	var plan *shapePlan
+	for i, note := range []string{"y", " $1::bigint", "(,$1::bigint", "z"} {
+		d, shaped := e.decide(`UPDATE inventory SET quantity = ` + strconv.Itoa(i+2) + `, note = '` + note + `' WHERE sku = 'b'`)
+		if !shaped || d.fromPlan == nil {
+			t.Fatalf("%s: not derived with a literal plan", d.sql)
+		}
+		plan = d.fromPlan
+		got, ok := (&Bound{D: d, Send: d.sql, Epoch: 42, Fenced: true}).Literal()
+		if !ok || strings.Contains(got, "$1::bigint WHERE") || !strings.Contains(got, "'"+note+"'") ||
+			strings.Count(got, "42::bigint") != strings.Count(d.sql, "$1::bigint")-strings.Count(note, "$1::bigint") {
+			t.Fatalf("%s: literal form %q, %v", d.sql, got, ok)
+		}
+		checkPlanLiteral(t, d)
+	}
+	if plan.literal[0].Load() != 1 || plan.literal[1].Load() != 1 {
+		t.Errorf("the plan's checks: %d %d, want both held", plan.literal[0].Load(), plan.literal[1].Load())
+	}
+	// Once checked, a derived text is not scanned: no allocation beyond the cuts and the text.
+	d, _ := e.decide(`UPDATE inventory SET quantity = 9, note = 'w' WHERE sku = 'c'`)
+	b := &Bound{D: d, Send: d.sql, Epoch: 42, Fenced: true}
+	if n := testing.AllocsPerRun(20, func() { b.Literal() }); n > 2 {
+		t.Errorf("%v allocations per literal form by plan, want at most 2", n)
+	}
+}
+
+// BenchmarkLiteralByShape: a new inlined text of a known shape each iteration, decided
+// by the plan and given its literal form, as an ORM that renders its values sends it.
+//
+//	go test -run '^$' -bench LiteralByShape -count 3 ./internal/engine/
+func BenchmarkLiteralByShape(b *testing.B) {
+	e := New(testPolicy(b), DefaultCacheEntries, DefaultCacheBytes)
+	e.decide(`UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'sku-0'`)
+	b.ReportAllocs()
+	for i := range b.N {
+		d, _ := e.decide(`UPDATE inventory SET quantity = quantity - 1 WHERE sku = 'sku-` + strconv.Itoa(i+1) + `'`)
+		if _, ok := (&Bound{D: d, Send: d.sql, Epoch: 1 << 40, Fenced: true}).Literal(); !ok {
+			b.Fatal("no literal form")
+		}
+	}
+}
+
+// TestLiteralByPlanDeclines: a plan whose epoch tokens include one inside a name the
+// fence copies (a quoted alias) fails its first check, and its texts keep the
+// parameter; IN lists of other lengths move the edits, and the literal form follows.
+func TestLiteralByPlanDeclines(t *testing.T) {
+	e := New(testPolicy(t), DefaultCacheEntries, DefaultCacheBytes)
+	e.decide(`UPDATE inventory AS " $1::bigint" SET quantity = 1 WHERE sku = 'a'`)
+	for i := range 3 {
+		d, shaped := e.decide(`UPDATE inventory AS " $1::bigint" SET quantity = ` + strconv.Itoa(i+2) + ` WHERE sku = 'b'`)
+		if !shaped || d.act != ActRewrite {
+			t.Fatalf("%s: not derived", d.sql)
+		}
+		if s, ok := (&Bound{D: d, Send: d.sql, Epoch: 42, Fenced: true}).Literal(); ok {
+			t.Fatalf("%s: literal form %s", d.sql, s)
+		}
+		if d.fromPlan == nil || d.fromPlan.literal[0].Load() != 2 {
+			t.Fatalf("%s: the plan's check %d, want failed", d.sql, d.fromPlan.literal[0].Load())
+		}
+	}
+	e.decide(`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b') AND note = 'x'`)
+	for n := 1; n < 6; n++ {
+		list := strings.Repeat("'v', ", n) + "'w'"
+		d, shaped := e.decide(`UPDATE inventory SET quantity = 1 WHERE sku IN (` + list + `) AND note = 'y'`)
+		if !shaped {
+			t.Fatalf("%s: not derived", d.sql)
+		}
+		if _, ok := (&Bound{D: d, Send: d.sql, Epoch: 42, Fenced: true}).Literal(); !ok {
+			t.Fatalf("%s: no literal form", d.sql)
+		}
+		checkPlanLiteral(t, d)
+	}
+}

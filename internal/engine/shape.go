@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -56,7 +57,15 @@ type shapePlan struct {
 	keptText   string    // the kept literals' texts, one after another
 	runs       []planRun // the analysed text's runs of list elements (shape_lists.go)
 	runFirst   []int     // where each begins there
+	// epochAt is where the fence's epoch tokens are in the edits' texts, for a plan
+	// whose epoch is $1 (planLiteral); literal is, per literalKind, whether the literal
+	// form was checked on a text of the plan: 0 not yet, 1 it held, 2 it did not.
+	epochAt []editOffset
+	literal [2]atomic.Int32
 }
+
+// editOffset is a byte offset in the text of edit edit.
+type editOffset struct{ edit, off int }
 
 // keptLiteral is a literal token whose exact text the decision may depend on.
 type keptLiteral struct{ tok, from, to int }
@@ -177,6 +186,7 @@ func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, e
 		}
 	}
 	p.keptText = b.String()
+	p.epochAt = epochOffsets(edits, d.epochParam)
 	return p
 }
 
@@ -218,13 +228,21 @@ func (p *shapePlan) derive(sql string, toks []token, runs []listRun) *Decision {
 			return nil
 		}
 	}
-	return &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, edits), epochParam: epoch,
+	var starts []int
+	if epoch == 1 && len(p.epochAt) > 0 {
+		starts = make([]int, len(edits))
+	}
+	d := &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, edits, starts), epochParam: epoch,
 		tables: p.tables, zeroRows: p.classify.forShape(), minServer: p.minServer, minWhat: p.minWhat}
+	if starts != nil {
+		d.fromPlan, d.epochAt = p, epochPositions(p.epochAt, starts, len(p.marker))
+	}
+	return d
 }
 
 // size is what the plan holds on to beyond its key, for the cache's byte bound.
 func (p *shapePlan) size() int {
-	n := 128 + len(p.marker) + 2*len(p.keptText) + 24*cap(p.kept) + 48*cap(p.edits) + 8*cap(p.tables) + 24*cap(p.runs) + 8*cap(p.runFirst)
+	n := 128 + 16*cap(p.epochAt) + len(p.marker) + 2*len(p.keptText) + 24*cap(p.kept) + 48*cap(p.edits) + 8*cap(p.tables) + 24*cap(p.runs) + 8*cap(p.runFirst)
 	for _, e := range p.edits {
 		n += len(e.text)
 	}

@@ -151,6 +151,8 @@ func checkShape(t *testing.T, p *Policy, a, b string) (hit bool) {
 	toksB, keyB, runsB := shapeOf(b, scanB)
 	if got := plan.derive(a, toksA, runsA); got == nil || !sameDecision(t, p, a, got, da) {
 		t.Fatalf("the plan of\n\t%s\ndoes not give its own text its decision: %s, want %s", a, outcomeOrNil(got), outcome(da))
+	} else {
+		checkPlanLiteral(t, got)
 	}
 	if keyA != keyB {
 		return false
@@ -162,6 +164,7 @@ func checkShape(t *testing.T, p *Policy, a, b string) (hit bool) {
 	if want := Analyze(p, b); !sameDecision(t, p, b, got, want) {
 		t.Fatalf("shape of\n\t%s\ndecides\n\t%s\nas %s, its own analysis as %s", a, b, outcome(got), outcome(want))
 	}
+	checkPlanLiteral(t, got)
 	return true
 }
 
