@@ -92,6 +92,7 @@ func TestMigrationsRefused(t *testing.T) {
 		{"a database in use", used, good, "the database has 1 relations of its own; give an empty scratch database"},
 		{"a file that commits", empty, writeMigrations(t, map[string]string{"000003_tx.sql": "BEGIN; CREATE TABLE x (id int); COMMIT;"}), "000003_tx.sql controls transactions itself"},
 		{"a file the server refuses", empty, writeMigrations(t, map[string]string{"000003_bad.sql": "CREATE TABLE inventory_a (id int);"}), "000003_bad.sql: ERROR: relation \"inventory_a\" already exists"},
+		{"a file that does not parse", empty, writeMigrations(t, map[string]string{"000003_typo.sql": "CREAT TABLE x (id int);"}), "000003_typo.sql cannot be read"},
 		{"no files", empty, t.TempDir(), "no .sql files"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

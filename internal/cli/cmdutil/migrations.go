@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
 // Migration is one file's up half.
@@ -41,13 +41,17 @@ func ReadMigrations(dir string) ([]Migration, error) {
 			return nil, err
 		}
 		up := upHalf(string(data))
-		if tree, err := pg.Parse(up); err == nil {
-			for _, s := range tree.Stmts {
-				if s.Stmt.GetTransactionStmt() != nil {
-					return nil, fmt.Errorf("migration %s controls transactions itself (BEGIN, COMMIT, …): the migrations are applied in one transaction that is rolled back; take those statements out, or migrate a scratch database yourself and give only its DSN", p)
-				}
+		// Read before anything is applied: a file that cannot be read cannot be shown
+		// to leave the transaction alone.
+		tree, err := pgtree.Parse(up, pgtree.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("migration %s cannot be read (%v): fix it, or migrate a scratch database yourself and give only its DSN", p, err)
+		}
+		for _, s := range tree.Stmts {
+			if s.Stmt.GetTransactionStmt() != nil {
+				return nil, fmt.Errorf("migration %s controls transactions itself (BEGIN, COMMIT, …): the migrations are applied in one transaction that is rolled back; take those statements out, or migrate a scratch database yourself and give only its DSN", p)
 			}
-		} // a file that does not parse is the server's to report, with its name
+		}
 		out = append(out, Migration{Path: p, SQL: up})
 	}
 	if len(out) == 0 {
