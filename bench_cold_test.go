@@ -4,13 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
 // coldStatements is how many statements of each kind the cold-pool catalogue holds.
@@ -51,23 +48,7 @@ const (
 // is sqlfence's time over raw per statement of that kind (the first statement of a
 // pool counted apart, as extra-µs/first).
 func BenchmarkColdPools(b *testing.B) {
-	dsn := pgtest.NewDB(b)
-	policy := filepath.Join(b.TempDir(), "bench.yaml")
-	if err := os.WriteFile(policy, []byte(benchPolicy), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	p, err := sqlfence.LoadPolicy(policy)
-	if err != nil {
-		b.Fatal(err)
-	}
-	setup, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer setup.Close()
-	if _, err := setup.Exec(benchSchema); err != nil {
-		b.Fatal(err)
-	}
+	dsn, policy, p := benchDatabase(b)
 	queries, kinds := coldCatalogue()
 	rawQueries := make([]string, len(queries))
 	for i, q := range queries {

@@ -87,15 +87,7 @@ const (
 // "control" case runs raw pgx against a second raw pgx pool ("raw2"): its spread
 // around 1.00 is the noise floor of the ratios on the machine at hand.
 func BenchmarkDB(b *testing.B) {
-	dsn := pgtest.NewDB(b)
-	policy := filepath.Join(b.TempDir(), "bench.yaml")
-	if err := os.WriteFile(policy, []byte(benchPolicy), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	p, err := sqlfence.LoadPolicy(policy)
-	if err != nil {
-		b.Fatal(err)
-	}
+	dsn, policy, p := benchDatabase(b)
 	if got := p.Plan(benchUpdate).Fenced; got != benchHandFenced {
 		b.Fatalf("sqlfence sends\n\t%s\nbut the hand-written statement is\n\t%s\nupdate benchHandFenced so both sides run the same SQL", got, benchHandFenced)
 	}
@@ -114,9 +106,6 @@ func BenchmarkDB(b *testing.B) {
 	raw := open("pgx", dsn)
 	raw2 := open("pgx", dsn)
 	fenced := open("sqlfence", withParam(dsn, "sqlfence_policy", policy))
-	if _, err := raw.Exec(benchSchema); err != nil {
-		b.Fatal(err)
-	}
 
 	// Both sides run under the handler's context; raw pgx ignores the epoch on it.
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
@@ -278,23 +267,7 @@ func alternate(b *testing.B, workers int, name string, side, raw func(worker int
 //
 //	go test -run '^$' -bench INLists -benchtime 1000x -count 3 .
 func BenchmarkINLists(b *testing.B) {
-	dsn := pgtest.NewDB(b)
-	policy := filepath.Join(b.TempDir(), "bench.yaml")
-	if err := os.WriteFile(policy, []byte(benchPolicy), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	p, err := sqlfence.LoadPolicy(policy)
-	if err != nil {
-		b.Fatal(err)
-	}
-	setup, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer setup.Close()
-	if _, err := setup.Exec(benchSchema); err != nil {
-		b.Fatal(err)
-	}
+	dsn, policy, p := benchDatabase(b)
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
 	const longest = 200
 	var inlined atomic.Int64
@@ -390,6 +363,31 @@ func BenchmarkINLists(b *testing.B) {
 				})
 		})
 	}
+}
+
+// benchDatabase is the benchmarks' database: a new one with benchSchema, and
+// benchPolicy written to a file (its path, for a DSN's sqlfence_policy) and loaded.
+func benchDatabase(b *testing.B) (dsn, policyPath string, p *sqlfence.Policy) {
+	dsn = pgtest.NewDB(b)
+	policyPath = filepath.Join(b.TempDir(), "bench.yaml")
+	if err := os.WriteFile(policyPath, []byte(benchPolicy), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p, err := sqlfence.LoadPolicy(policyPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer setup.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := setup.ExecContext(ctx, benchSchema); err != nil {
+		b.Fatal(err)
+	}
+	return dsn, policyPath, p
 }
 
 func median(d []time.Duration) time.Duration {
