@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 )
 
 // vetTool is the analyzer's command, and the command that installs it.
@@ -116,7 +118,7 @@ func checkGoPackages(ctx context.Context, v vetRun, res *result) {
 		if line = strings.TrimSpace(line); line != "" {
 			e := fileError{File: what, Message: line}
 			if file, l, c, msg, ok := splitPosition(line); ok {
-				e = fileError{File: relPath(file), Line: l, Column: c, Message: msg}
+				e = fileError{File: cmdutil.RelPath(file), Line: l, Column: c, Message: msg}
 			}
 			res.Errors = append(res.Errors, e)
 		}
@@ -175,7 +177,7 @@ func vetFinding(d vetDiagnostic, files map[string]*lines) finding {
 		f.File = d.Posn
 		return f
 	}
-	f.File = relPath(file)
+	f.File = cmdutil.RelPath(file)
 	f.Line, f.Column = codePoints(files, file, line, col)
 	if efile, eline, ecol, _, ok := splitPosition(d.End); ok && efile == file {
 		f.EndLine, f.EndColumn = codePoints(files, file, eline, ecol)
@@ -218,17 +220,4 @@ func codePoints(files map[string]*lines, file string, line, col int) (int, int) 
 		return line, col
 	}
 	return l.pos(l.start[line-1] + col - 1)
-}
-
-// relPath names a file relative to the working directory when it is under it, as
-// check names the files it was given.
-func relPath(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
 }

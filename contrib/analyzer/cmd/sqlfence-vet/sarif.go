@@ -8,7 +8,6 @@ import (
 	"go/token"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -82,7 +81,7 @@ func runSARIF(args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			seen[key] = true
-			f := check.Finding{File: relative(start.Filename), Rule: d.Category, Message: d.Message}
+			f := check.Finding{File: cmdutil.RelPath(start.Filename), Rule: d.Category, Message: d.Message}
 			f.Line, f.Column = start.Line, cols.of(start)
 			if end.IsValid() {
 				f.EndLine, f.EndColumn = end.Line, cols.of(end)
@@ -98,19 +97,6 @@ func runSARIF(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// relative names a file relative to the working directory when it is under it, as
-// code scanning resolves paths against the checkout.
-func relative(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
 }
 
 // columns converts go/token's byte columns into SARIF's code-point columns.
