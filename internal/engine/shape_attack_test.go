@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Attacks on decisions by shape with IN lists of any length and on the literal epoch
+// of derived decisions: a plan is planted with one text, and texts of its shape with
+// lists of other lengths, other element spellings and other surroundings are decided
+// by it. Each must be decided exactly as its own analysis decides it (checkShape,
+// which also checks the derived decision's literal form against the literal form's
+// own check), and through the engine a fenced write must bind exactly its own
+// arguments and the epoch after them.
+
+// joinN returns n elements made by f, separated by sep.
+func joinN(n int, sep string, f func(i int) string) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(f(i))
+	}
+	return b.String()
+}
+
+func TestShapeAttackLists(t *testing.T) {
+	p := testPolicy(t)
+	q := func(i int) string { return "'s" + strconv.Itoa(i) + "'" }
+	num := func(i int) string { return strconv.Itoa(i) }
+	par := func(from int) func(int) string {
+		return func(i int) string { return "$" + strconv.Itoa(from+i) }
+	}
+	for _, c := range [][]string{
+		// Strings spelled every way the scanner makes an SCONST of.
+		{`UPDATE inventory SET note = 'x' WHERE sku IN ('a', 'b')`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN ('a''b', E'\'', E'\\', $$x$$, $q$'$q$, 'c')`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN ($$ $1::bigint $$)`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN (E'$1::bigint', '" WHERE true --')`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN ('a'
+'b', 'c')`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN ('a' /* , 'b' */, 'c' -- x
+)`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN (U&'a', 'b')`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN (text 'a', 'b')`},
+		// Bit strings, hex strings, numbers and their signs.
+		{`UPDATE inventory SET quantity = 1 WHERE note::bit(3) IN (B'101', B'001')`,
+			`UPDATE inventory SET quantity = 1 WHERE note::bit(3) IN (B'101')`,
+			`UPDATE inventory SET quantity = 1 WHERE note::bit(3) IN (B'101', B'001', B'111', B'000')`,
+			`UPDATE inventory SET quantity = 1 WHERE note::bit(3) IN (X'A', X'B', X'C')`},
+		{`UPDATE inventory SET quantity = 1 WHERE quantity IN (1, 2)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (1, 2, 3, 4, 5)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (1, -2, 3)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (1, - 2)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (1.5, 2.5, 3.5)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (2147483648, 9223372036854775808, 1e400)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (0x10, 0o7, 0b1, 1_000)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (1, 2, 3)ORDER BY 1`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity IN (1,2,3)`},
+		{`UPDATE inventory SET quantity = 1 WHERE quantity NOT IN (1, 2)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity NOT IN (1)`,
+			`UPDATE inventory SET quantity = 1 WHERE quantity NOT IN (1, 2, 3, 4)`},
+		// IN lists in other clauses: SET, RETURNING, a CTE, ON CONFLICT, MERGE,
+		// ORDER BY, GROUP BY, a function's argument, a DO body.
+		{`UPDATE inventory SET quantity = CASE WHEN sku IN ('a', 'b') THEN 1 ELSE 2 END WHERE note = 'n'`,
+			`UPDATE inventory SET quantity = CASE WHEN sku IN ('a', 'b', 'c') THEN 1 ELSE 2 END WHERE note = 'n'`,
+			`UPDATE inventory SET quantity = CASE WHEN sku IN ('a') THEN 1 ELSE 2 END WHERE note = 'n'`},
+		{`UPDATE inventory SET quantity = 1 WHERE note = 'n' RETURNING sku IN ('a', 'b')`,
+			`UPDATE inventory SET quantity = 1 WHERE note = 'n' RETURNING sku IN ('a', 'b', 'c')`},
+		{`WITH w AS (SELECT sku FROM orders WHERE id IN (1, 2)) UPDATE inventory SET quantity = 0 WHERE sku IN (SELECT sku FROM w) AND note IN ('a', 'b')`,
+			`WITH w AS (SELECT sku FROM orders WHERE id IN (1, 2, 3)) UPDATE inventory SET quantity = 0 WHERE sku IN (SELECT sku FROM w) AND note IN ('a')`},
+		{`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2 WHERE inventory.note IN ('x', 'y')`,
+			`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2 WHERE inventory.note IN ('x', 'y', 'z')`,
+			`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2 WHERE inventory.note IN ('x')`},
+		{`INSERT INTO inventory (sku, quantity) SELECT sku, 1 FROM orders WHERE id IN (1, 2) RETURNING sku`,
+			`INSERT INTO inventory (sku, quantity) SELECT sku, 1 FROM orders WHERE id IN (1, 2, 3) RETURNING sku`},
+		{`MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED AND s.n IN ('x', 'y') THEN UPDATE SET quantity = 3`,
+			`MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED AND s.n IN ('x', 'y', 'z') THEN UPDATE SET quantity = 3`,
+			`MERGE INTO inventory i USING staging s ON i.sku = s.sku WHEN MATCHED AND s.n IN ('x') THEN UPDATE SET quantity = 3`},
+		{`SELECT sku FROM inventory ORDER BY sku IN ('a', 'b')`, `SELECT sku FROM inventory ORDER BY sku IN ('a', 'b', 'c')`},
+		{`SELECT count(*) FROM inventory GROUP BY sku IN ('a', 'b')`, `SELECT count(*) FROM inventory GROUP BY sku IN ('a')`},
+		{`SELECT sku FROM inventory WHERE 1 IN (1, 2) LIMIT 1`, `SELECT sku FROM inventory WHERE 1 IN (1, 2, 3) LIMIT 1`},
+		{`DO $$BEGIN UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b'); END$$`,
+			`DO $$BEGIN UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b', 'c'); END$$`},
+		{`SELECT * FROM inventory WHERE (sku, note) IN (('a', 'b'), ('c', 'd'))`,
+			`SELECT * FROM inventory WHERE (sku, note) IN (('a', 'b'), ('c', 'd'), ('e', 'f'))`},
+		{`SELECT * FROM inventory WHERE sku IN (('a'), ('b'))`, `SELECT * FROM inventory WHERE sku IN (('a'), ('b'), ('c'))`},
+		{`SELECT * FROM inventory WHERE sku = ANY (ARRAY['a', 'b'])`, `SELECT * FROM inventory WHERE sku = ANY (ARRAY['a', 'b', 'c'])`},
+		// Parameters: the epoch's number moves with the list; the app's own numbers
+		// must not collide with it.
+		{`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3) AND note = $4`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3, $4, $5, $6) AND note = $7`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2) AND note = $3`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3, $4) AND note = $5::text`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3, $4) AND note = $4`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3, $4) AND note = $6`},
+		{`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3) RETURNING $4::bigint`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3, $4) RETURNING $5::bigint`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN ($2) RETURNING $3::bigint`},
+		{`INSERT INTO inventory (sku, quantity) SELECT sku, $1 FROM orders WHERE id IN ($2, $3)`,
+			`INSERT INTO inventory (sku, quantity) SELECT sku, $1 FROM orders WHERE id IN ($2, $3, $4, $5)`,
+			`INSERT INTO inventory (sku, quantity) SELECT sku, $1 FROM orders WHERE id IN ($2)`},
+		{`INSERT INTO inventory (sku, quantity) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET quantity = $3 WHERE inventory.sku IN ($4, $5)`,
+			`INSERT INTO inventory (sku, quantity) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET quantity = $3 WHERE inventory.sku IN ($4)`,
+			`INSERT INTO inventory (sku, quantity) VALUES ($1, $2) ON CONFLICT (sku) DO UPDATE SET quantity = $3 WHERE inventory.sku IN ($4, $5, $6, $7)`},
+		{`UPDATE inventory AS "i$1::bigint" SET quantity = 1 WHERE sku IN ('a', 'b')`,
+			`UPDATE inventory AS "i$1::bigint" SET quantity = 1 WHERE sku IN ('a', 'b', 'c')`},
+		{`UPDATE inventory AS "i$1::bigint" SET quantity = $1 WHERE sku IN ($2, $3)`,
+			`UPDATE inventory AS "i$1::bigint" SET quantity = $1 WHERE sku IN ($2, $3, $4)`},
+		// Long lists: near the size limit and past the protocol's parameter count.
+		{`UPDATE inventory SET note = 'x' WHERE quantity IN (1, 2)`,
+			`UPDATE inventory SET note = 'x' WHERE quantity IN (` + joinN(MaxStatementBytes/8, ",", num) + `)`,
+			`UPDATE inventory SET note = 'x' WHERE quantity IN (` + joinN(MaxStatementBytes/2-40, ",", func(int) string { return "1" }) + `)`},
+		{`UPDATE inventory SET note = 'x' WHERE sku IN ('a', 'b')`,
+			`UPDATE inventory SET note = 'x' WHERE sku IN (` + joinN(50000, ",", q) + `)`},
+		{`UPDATE inventory SET quantity = $1 WHERE sku IN ($2, $3)`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN (` + joinN(65533, ",", par(2)) + `)`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN (` + joinN(65534, ",", par(2)) + `)`,
+			`UPDATE inventory SET quantity = $1 WHERE sku IN (` + joinN(70000, ",", par(2)) + `)`},
+	} {
+		plant := c[0]
+		for _, b := range c[1:] {
+			checkShape(t, p, plant, b)
+			checkShape(t, p, b, plant)
+		}
+	}
+}
