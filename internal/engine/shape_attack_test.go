@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ func TestShapeAttackLists(t *testing.T) {
 	p := testPolicy(t)
 	q := func(i int) string { return "'s" + strconv.Itoa(i) + "'" }
 	num := func(i int) string { return strconv.Itoa(i) }
+	hits := 0
 	par := func(from int) func(int) string {
 		return func(i int) string { return "$" + strconv.Itoa(from+i) }
 	}
@@ -122,8 +124,88 @@ func TestShapeAttackLists(t *testing.T) {
 	} {
 		plant := c[0]
 		for _, b := range c[1:] {
-			checkShape(t, p, plant, b)
+			if checkShape(t, p, plant, b) {
+				hits++
+			} else if testing.Verbose() {
+				t.Logf("no plan: %.120s", b)
+			}
 			checkShape(t, p, b, plant)
 		}
+	}
+	// The plan must reach most of the tries, or the test checks nothing.
+	if hits < 25 {
+		t.Errorf("%d tries decided by plan, want at least 25", hits)
+	}
+}
+
+// TestShapeAttackLiteral: fenced writes without arguments decided by a plan (IN lists
+// of other lengths, the application's own "$1::bigint" in strings, comments and
+// quoted names, operators and casts touching the fence's neighbours, several
+// statements) get the literal form their own check gives, for epochs at both kinds'
+// ends; a literal form the own check refuses parses as the decided text with the
+// epoch a constant in each epoch parameter's place.
+func TestShapeAttackLiteral(t *testing.T) {
+	p := testPolicy(t)
+	planned := 0
+	epochs := []int64{1, 9, 1<<31 - 1, 1 << 31, 1<<53 + 1, 1<<63 - 1}
+	for _, c := range [][]string{
+		{`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b') AND note = 'x'`,
+			`UPDATE inventory SET quantity = 2 WHERE sku IN ('$1::bigint', ' $1::bigint', '($1::bigint', ',$1::bigint') AND note = ' $1::bigint'`,
+			`UPDATE inventory SET quantity = 3 WHERE sku IN ('a' /* $1::bigint */, 'b', 'c') AND note = 'x' -- $1::bigint`,
+			`UPDATE inventory SET quantity = 4 WHERE sku IN ('a', '''', E'\' $1::bigint') AND note = 'x'`,
+			`UPDATE inventory SET quantity = 5 WHERE sku IN ('a') AND note = $$ $1::bigint $$`},
+		{`UPDATE inventory SET quantity = quantity-1 WHERE quantity IN (1, 2)`,
+			`UPDATE inventory SET quantity = quantity-9 WHERE quantity IN (2147483647, 2147483646, 3)`,
+			`UPDATE inventory SET quantity = quantity-0 WHERE quantity IN (7)`},
+		{`UPDATE inventory SET note = 'a'||'b' WHERE sku IN ('a', 'b')RETURNING sku`,
+			`UPDATE inventory SET note = 'c'||'d' WHERE sku IN ('c', 'd', 'e')RETURNING sku`},
+		{`UPDATE inventory AS "x $1::bigint" SET quantity = 1 WHERE sku IN ('a', 'b')`,
+			`UPDATE inventory AS "x $1::bigint" SET quantity = 2 WHERE sku IN ('a', 'b', 'c')`},
+		{`UPDATE inventory AS "(" SET quantity = 1 WHERE sku IN ('a', 'b')`,
+			`UPDATE inventory AS "(" SET quantity = 2 WHERE sku IN ('a')`},
+		{`INSERT INTO inventory (sku, quantity) SELECT sku, 1 FROM orders WHERE id IN (1, 2)`,
+			`INSERT INTO inventory (sku, quantity) SELECT sku, 2 FROM orders WHERE id IN (3, 4, 5, 6)`},
+		{`INSERT INTO inventory (sku, quantity) VALUES ('a', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 2 WHERE inventory.note IN ('x', 'y')`,
+			`INSERT INTO inventory (sku, quantity) VALUES ('$1::bigint', 1) ON CONFLICT (sku) DO UPDATE SET quantity = 3 WHERE inventory.note IN ('x')`},
+		{`DELETE FROM inventory WHERE sku IN ('a', 'b'); DELETE FROM inventory WHERE sku IN ('c')`,
+			`DELETE FROM inventory WHERE sku IN ('a'); DELETE FROM inventory WHERE sku IN ('c', 'd', ' $1::bigint')`},
+		{`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b') AND quantity > 1::int`,
+			`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b', 'c') AND quantity > 2::int`},
+	} {
+		e := New(p, DefaultCacheEntries, DefaultCacheBytes)
+		e.decide(c[0])
+		for _, q := range c[1:] {
+			d, shaped := e.decide(q)
+			if shaped && d.fromPlan != nil {
+				planned++
+			}
+			if want := Analyze(p, q); !sameDecision(t, p, q, d, want) {
+				t.Fatalf("after %s\n%s\ndecided %s, its analysis %s", c[0], q, outcome(d), outcome(want))
+			}
+			if d.act != ActRewrite || d.epochParam != 1 {
+				continue
+			}
+			for _, epoch := range epochs {
+				got, ok := (&Bound{D: d, Send: d.sql, Epoch: epoch, Fenced: true}).Literal()
+				own := &Decision{act: d.act, sql: d.sql, epochParam: d.epochParam}
+				want, wantOK := (&Bound{D: own, Send: own.sql, Epoch: epoch, Fenced: true}).Literal()
+				// The plan cuts only where the fence wrote the epoch, where the
+				// text's own check also cuts the application's "$1::bigint" and
+				// then refuses: the plan may give a form the own check does not,
+				// which must then parse as the decided text.
+				if wantOK && (!ok || got != want) {
+					t.Errorf("%s, epoch %d: literal form %q (%v), by its own check %q (%v)", d.sql, epoch, got, ok, want, wantOK)
+				}
+				if ok {
+					if exp, g := withConstant(treeJSON(t, d.sql), epoch), stripLocations(treeJSON(t, got)); !reflect.DeepEqual(g, exp) {
+						t.Errorf("%s does not parse as %s with the epoch %d as a constant", got, d.sql, epoch)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d texts given a literal plan", planned)
+	if planned < 8 {
+		t.Errorf("%d texts given a literal plan, want at least 8 (the test would not reach the plan)", planned)
 	}
 }
