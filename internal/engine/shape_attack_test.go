@@ -209,3 +209,56 @@ func TestShapeAttackLiteral(t *testing.T) {
 		t.Errorf("%d texts given a literal plan, want at least 8 (the test would not reach the plan)", planned)
 	}
 }
+
+// TestShapeAttackListAtBounds: a list at the parser's bound — the deepest nesting the
+// analysis takes, with the IN list at its bottom and in the levels' chains — decided
+// by plan for other lengths, short and long, exactly as by analysis: a length the
+// analysis refuses for depth must not pass by plan.
+func TestShapeAttackListAtBounds(t *testing.T) {
+	p := testPolicy(t)
+	hits := 0
+	for _, form := range []func(depth int, list string) string{
+		func(d int, list string) string {
+			return `UPDATE inventory SET quantity = 1 WHERE ` + strings.Repeat("(", d) + `sku IN (` + list + `)` + strings.Repeat(")", d)
+		},
+		func(d int, list string) string {
+			return `UPDATE inventory SET quantity = 1 WHERE sku IN (` + list + `) AND quantity = ` + strings.Repeat("(1+", d) + "1" + strings.Repeat(")", d)
+		},
+		func(d int, list string) string {
+			return `UPDATE inventory SET quantity = 1 WHERE sku IN (` + list + `)` + strings.Repeat(" AND sku IN ("+list+")", d)
+		},
+		func(d int, list string) string {
+			return `SELECT 1 WHERE ` + strings.Repeat("1 IN (1, 2) AND (", d) + `1 IN (` + list + `)` + strings.Repeat(")", d)
+		},
+	} {
+		// The deepest the analysis takes with a two-element list.
+		lo, hi := 0, 4000
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if Analyze(p, form(mid, `'a', 'b'`)).act == ActRefuse {
+				hi = mid - 1
+			} else {
+				lo = mid
+			}
+		}
+		if lo == 0 {
+			t.Fatalf("refused at every depth: %.80s", form(1, `'a'`))
+		}
+		for _, d := range []int{lo, lo + 1} {
+			plant := form(d, `'a', 'b'`)
+			for _, n := range []int{1, 3, 50, 3000} {
+				other := form(d, joinN(n, ", ", func(i int) string { return "'v" + strconv.Itoa(i) + "'" }))
+				if len(other) > MaxStatementBytes {
+					continue
+				}
+				if checkShape(t, p, plant, other) && d == lo {
+					hits++
+				}
+				checkShape(t, p, other, plant)
+			}
+		}
+	}
+	if hits < 12 {
+		t.Errorf("%d lists at the bound decided by plan, want at least 12", hits)
+	}
+}
