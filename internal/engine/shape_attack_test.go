@@ -262,3 +262,27 @@ func TestShapeAttackListAtBounds(t *testing.T) {
 		t.Errorf("%d lists at the bound decided by plan, want at least 12", hits)
 	}
 }
+
+// TestShapeAttackEscapes: ASCII texts whose strings decode to bytes the parser
+// refuses (a NUL, invalid UTF-8, a lone surrogate) are refused by the analysis and
+// take no plan of their shape, in an IN list or elsewhere.
+func TestShapeAttackEscapes(t *testing.T) {
+	p := testPolicy(t)
+	a := `UPDATE inventory SET note = E'x' WHERE sku IN (E'a', E'b')`
+	for _, b := range []string{
+		`UPDATE inventory SET note = E'x' WHERE sku IN (E'\400', E'b', E'c')`,
+		`UPDATE inventory SET note = E'x' WHERE sku IN (E'\xff', E'b', E'c')`,
+		`UPDATE inventory SET note = E'x' WHERE sku IN (E'\uD800')`,
+		`UPDATE inventory SET note = E'\xff' WHERE sku IN (E'a', E'b')`,
+		`UPDATE inventory SET note = E'\000' WHERE sku IN (E'a', E'b')`,
+		`UPDATE inventory SET note = E'\xc0\x80' WHERE sku IN (E'a', E'b')`,
+		`UPDATE inventory SET note = E'\U00110000' WHERE sku IN (E'a', E'b')`,
+	} {
+		if d := Analyze(p, b); d.act != ActRefuse {
+			t.Errorf("%s: %s, want a refusal", b, outcome(d))
+		}
+		if checkShape(t, p, a, b) {
+			t.Errorf("%s took the plan of %s", b, a)
+		}
+	}
+}
