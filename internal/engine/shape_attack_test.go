@@ -111,6 +111,24 @@ func TestShapeAttackLists(t *testing.T) {
 			`UPDATE inventory AS "i$1::bigint" SET quantity = 1 WHERE sku IN ('a', 'b', 'c')`},
 		{`UPDATE inventory AS "i$1::bigint" SET quantity = $1 WHERE sku IN ($2, $3)`,
 			`UPDATE inventory AS "i$1::bigint" SET quantity = $1 WHERE sku IN ($2, $3, $4)`},
+		// An IN list next to the fence's edit: the last value of a VALUES row, the
+		// WHERE clause the fence closes, comments where the shape has none.
+		{`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a', 'b'))`,
+			`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a', 'b', 'c'))`,
+			`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a'))`,
+			`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a', 'b', 'c')/* c */)`,
+			`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a', 'b', 'c') -- c
+)`},
+		{`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a', 'b')), ('b', 'y' IN ('c'))`,
+			`INSERT INTO inventory (sku, note) VALUES ('a', 'x' IN ('a')), ('b', 'y' IN ('c', 'd', 'e'))`},
+		{`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b')`,
+			`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b', 'c')/* x */`,
+			`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b', 'c') -- x`,
+			`UPDATE inventory SET quantity = 1 WHERE /* x */ sku IN ('a') /* y */`,
+			`UPDATE inventory SET quantity = 1 WHERE sku IN ('a', 'b', 'c');`},
+		{`DELETE FROM inventory WHERE sku IN ('a', 'b')`,
+			`DELETE FROM inventory WHERE sku IN ('a', 'b', 'c')--`,
+			`DELETE FROM inventory WHERE sku IN ('a')/**/`},
 		// Long lists: near the size limit and past the protocol's parameter count.
 		{`UPDATE inventory SET note = 'x' WHERE quantity IN (1, 2)`,
 			`UPDATE inventory SET note = 'x' WHERE quantity IN (` + joinN(MaxStatementBytes/8, ",", num) + `)`,
