@@ -139,6 +139,8 @@ func TestShapeAttackLists(t *testing.T) {
 			`UPDATE inventory SET quantity = $1 WHERE sku IN (` + joinN(65533, ",", par(2)) + `)`,
 			`UPDATE inventory SET quantity = $1 WHERE sku IN (` + joinN(65534, ",", par(2)) + `)`,
 			`UPDATE inventory SET quantity = $1 WHERE sku IN (` + joinN(70000, ",", par(2)) + `)`},
+		// Exactly at the size limit, and one byte past it.
+		{`UPDATE inventory SET note = 'x' WHERE sku IN ('a', 'b')`, atSize(MaxStatementBytes), atSize(MaxStatementBytes + 1)},
 	} {
 		plant := c[0]
 		for _, b := range c[1:] {
@@ -302,5 +304,40 @@ func TestShapeAttackEscapes(t *testing.T) {
 		if checkShape(t, p, a, b) {
 			t.Errorf("%s took the plan of %s", b, a)
 		}
+	}
+}
+
+// atSize is a fenced write with an IN list of strings, of exactly n bytes.
+func atSize(n int) string {
+	head, tail := `UPDATE inventory SET note = 'x' WHERE sku IN ('`, `')`
+	body := n - len(head) - len(tail)
+	elems := joinN(body/8, "', '", func(int) string { return "abc" }) // 8 bytes an element
+	return head + elems + strings.Repeat("z", n-len(head)-len(tail)-len(elems)) + tail
+}
+
+// TestShapeAttackAtSize: a list that brings a text to exactly the size limit takes the
+// plan of its shape; one byte more is refused, by the analysis and by the engine with
+// the plan planted.
+func TestShapeAttackAtSize(t *testing.T) {
+	for _, n := range []int{MaxStatementBytes, MaxStatementBytes + 1} {
+		if got := len(atSize(n)); got != n {
+			t.Fatalf("atSize(%d) is %d bytes", n, got)
+		}
+	}
+	p := testPolicy(t)
+	if !checkShape(t, p, `UPDATE inventory SET note = 'x' WHERE sku IN ('a', 'b')`, atSize(MaxStatementBytes)) {
+		t.Error("a list of exactly the size limit took no plan")
+	}
+	if d := Analyze(p, atSize(MaxStatementBytes+1)); d.act != ActRefuse {
+		t.Errorf("one byte over the size limit: %s", outcome(d))
+	}
+	// Through the engine, with the plan planted: the text one byte over is refused.
+	e := New(p, DefaultCacheEntries, DefaultCacheBytes)
+	e.Decide(`UPDATE inventory SET note = 'x' WHERE sku IN ('a', 'b')`)
+	if d := e.Decide(atSize(MaxStatementBytes)); d.act != ActRewrite {
+		t.Errorf("at the size limit, by the engine: %s", outcome(d))
+	}
+	if d := e.Decide(atSize(MaxStatementBytes + 1)); d.act != ActRefuse {
+		t.Errorf("one byte over the size limit, by the engine: %s", outcome(d))
 	}
 }
