@@ -99,7 +99,13 @@ const searchPathSQL = `SELECT s::text FROM pg_catalog.unnest(pg_catalog.current_
 // SearchPath returns the session's effective search path: the schemas that exist
 // and that an unqualified name resolves through, in order.
 func SearchPath(ctx context.Context, query QueryFunc) ([]string, error) {
-	rows, err := query(ctx, searchPathSQL)
+	return strings1(ctx, query, "search path", searchPathSQL)
+}
+
+// strings1 runs a query of one text column and returns its values; what names the
+// query in the error for a row of another shape.
+func strings1(ctx context.Context, query QueryFunc, what, sql string, args ...any) ([]string, error) {
+	rows, err := query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +113,7 @@ func SearchPath(ctx context.Context, query QueryFunc) ([]string, error) {
 	for _, row := range rows {
 		s, ok := rowString(row)
 		if !ok {
-			return nil, fmt.Errorf("pgcatalog: search path query returned unexpected values %v", row)
+			return nil, fmt.Errorf("pgcatalog: %s query returned unexpected values %v", what, row)
 		}
 		out = append(out, s)
 	}

@@ -88,17 +88,5 @@ func Unguarded(ctx context.Context, query QueryFunc, oids []uint32) ([]string, e
 	for i, o := range oids {
 		parts[i] = strconv.FormatUint(uint64(o), 10)
 	}
-	rows, err := query(ctx, unguardedSQL, "{"+strings.Join(parts, ",")+"}")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(rows))
-	for _, row := range rows {
-		s, ok := rowString(row)
-		if !ok {
-			return nil, fmt.Errorf("pgcatalog: unguarded relations query returned %v", row)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return strings1(ctx, query, "unguarded relations", unguardedSQL, "{"+strings.Join(parts, ",")+"}")
 }
