@@ -8,10 +8,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -197,10 +199,25 @@ type table struct {
 
 	epochs  EpochSource
 	engines engineCache // GlobalEpoch: the arbiters found to order a sequence
+
+	requireSync bool // RequireSynchronousStandby
+	logger      *slog.Logger
+	onFailover  func(*FailoverError)
+}
+
+// failoverOptions are the settings of JobsConfig and LedgerConfig about failovers.
+type failoverOptions struct {
+	requireSync bool
+	logger      *slog.Logger
+	onFailover  func(*FailoverError)
 }
 
 // leaseConfig resolves the settings Jobs and Ledger share.
-func leaseConfig(t *table, epochs EpochSource, sequence, counter string, lease, renewEvery time.Duration) (seq, ctr name, err error) {
+func leaseConfig(t *table, epochs EpochSource, sequence, counter string, lease, renewEvery time.Duration, fo failoverOptions) (seq, ctr name, err error) {
+	t.requireSync, t.logger, t.onFailover = fo.requireSync, fo.logger, fo.onFailover
+	if t.logger == nil {
+		t.logger = slog.Default()
+	}
 	switch epochs {
 	case GlobalEpoch, PerJobEpoch, CounterEpoch:
 	default:
@@ -246,8 +263,10 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // notHeld explains an UPDATE of op that found no row still holding the claim
 // (id, epoch). The 0-row result is the arbiter's answer; the inspection only
 // words it, so the error matches sqlfence.ErrFenced even when the inspection
-// fails.
-func (t *table) notHeld(ctx context.Context, db DB, op, stmt string, id any, epoch int64) error {
+// fails — except when the job's epoch is below the claim's: the arbiter lost the
+// claim, and the error is a *FailoverError.
+func (l *Lease) notHeld(ctx context.Context, db DB, op, stmt string) error {
+	t, id, epoch := l.t, l.JobID, l.Epoch
 	e := &sqlfence.Error{Kind: sqlfence.ErrFenced, Table: t.name.String(), Epoch: epoch, Statement: stmt,
 		Fix: "this execution no longer holds the job: stop the handler and do not retry with this epoch"}
 	var (
@@ -263,6 +282,12 @@ func (t *table) notHeld(ctx context.Context, db DB, op, stmt string, id any, epo
 		e.Reason = fmt.Sprintf("%s refused: job %v is no longer in the %s", op, id, t.kind)
 	case inspectError != nil:
 		e.Reason = fmt.Sprintf("%s refused: no row of job %v holds epoch %d as claimed (inspecting the row failed: %v)", op, id, epoch, inspectError)
+	case stored > epoch && l.timeline > 0 && pgcatalog.EpochTimeline(stored) > l.timeline:
+		// Drawn on a later timeline: a failover came between the two claims, and
+		// may have lost this one before its lease ran out.
+		e.StoredEpoch, e.HasStored = stored, true
+		e.Reason = fmt.Sprintf("%s refused: job %v was claimed again at epoch %d (now %s) on a later timeline of the arbiter (%d; this claim was on %d): after this claim's lease ran out, or after a failover lost this claim",
+			op, id, stored, status, pgcatalog.EpochTimeline(stored), l.timeline)
 	case stored > epoch:
 		e.StoredEpoch, e.HasStored = stored, true
 		e.Reason = fmt.Sprintf("%s refused: job %v was claimed again at epoch %d (now %s) after this claim's lease ran out", op, id, stored, status)
@@ -271,9 +296,9 @@ func (t *table) notHeld(ctx context.Context, db DB, op, stmt string, id any, epo
 		e.Reason = fmt.Sprintf("%s refused: job %v is already %s at this claim's epoch", op, id, status)
 		e.Fix = "the claim was already completed or released; a lease ends once"
 	default:
-		e.StoredEpoch, e.HasStored = stored, true
-		e.Reason = fmt.Sprintf("%s refused: job %v holds epoch %d, below this claim's: its epoch was moved back behind the helpers' back (a restore, a test, a manual fix)", op, id, stored)
-		e.Fix = "audit the epochs (sqlfence audit) before running more jobs: a lower epoch lets stale executions write"
+		// Below this claim's: the arbiter lost the claim (a failover to a standby
+		// that had not received it) or was moved back (a restore, a manual fix).
+		return l.movedBack(ctx, db, op, stored)
 	}
 	return e
 }

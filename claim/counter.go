@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
 
 // DefaultCounter is the counter table CounterEpoch draws from unless
@@ -38,7 +39,9 @@ const counterEpochSQL = "(SELECT value FROM sqlfence_next_epoch)"
 // counterDDL creates the counter row's table, starting above every epoch the
 // claim table already holds (seedFrom: a query for its highest), so that
 // switching a table from another source to CounterEpoch does not hand out an
-// epoch already used. Other tables that shared a sequence may hold higher
+// epoch already used: the counter starts at the highest epoch less the floor of
+// the server's timeline (epochs are drawn as floor + counter), and at 0 where every
+// epoch is below the floor. Other tables that shared a sequence may hold higher
 // epochs: run sqlfence audit after a switch.
 //
 // The counter is not a protected table, so sqlfence would pass an
@@ -57,7 +60,7 @@ func counterDDL(ctr name, seedFrom string) string {
 	one bool PRIMARY KEY DEFAULT true CHECK (one),
 	value bigint NOT NULL CHECK (value >= 0)
 );
-INSERT INTO %[1]s (value) SELECT coalesce((%[2]s), 0) ON CONFLICT (one) DO NOTHING;
+INSERT INTO %[1]s (value) SELECT greatest(coalesce((%[2]s), 0) - %[4]s, 0) ON CONFLICT (one) DO NOTHING;
 CREATE OR REPLACE FUNCTION %[3]s() RETURNS trigger LANGUAGE plpgsql AS $sqlfence$
 BEGIN
 	IF TG_OP = 'UPDATE' AND NEW.value > OLD.value THEN
@@ -70,7 +73,7 @@ DROP TRIGGER IF EXISTS sqlfence_only_grows ON %[1]s;
 CREATE TRIGGER sqlfence_only_grows BEFORE UPDATE OR DELETE ON %[1]s FOR EACH ROW EXECUTE FUNCTION %[3]s();
 DROP TRIGGER IF EXISTS sqlfence_no_truncate ON %[1]s;
 CREATE TRIGGER sqlfence_no_truncate BEFORE TRUNCATE ON %[1]s FOR EACH STATEMENT EXECUTE FUNCTION %[3]s();
-`, ctr.sql, seedFrom, fn)
+`, ctr.sql, seedFrom, fn, pgcatalog.EpochFloorSQL)
 }
 
 // engineProbeSQL reads what tells a distributed engine from PostgreSQL: the

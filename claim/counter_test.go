@@ -140,8 +140,10 @@ func TestCounterEpochAfterSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Stop()
-	if old.Epoch != 42 || l.Epoch != 43 || m.Epoch != 44 {
-		t.Fatalf("epochs %d (sequence), %d (counter, jobs), %d (counter, claim table); want 42, 43, 44", old.Epoch, l.Epoch, m.Epoch)
+	// Epochs on timeline 1 (a fresh cluster) are drawn above 1<<32.
+	const floor = 1 << 32
+	if old.Epoch != floor+42 || l.Epoch != floor+43 || m.Epoch != floor+44 {
+		t.Fatalf("epochs %d (sequence), %d (counter, jobs), %d (counter, claim table); want %d, %d, %d", old.Epoch, l.Epoch, m.Epoch, floor+42, floor+43, floor+44)
 	}
 	// The counter only grows, whoever writes it.
 	for _, q := range []string{
@@ -169,7 +171,7 @@ func TestCounterEpochAfterSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Stop()
-	if q.Epoch != 1 || e.query(t, `SELECT count(*) FROM pg_proc WHERE proname = 'Counter_only_grows' AND pronamespace = '"Work"'::regnamespace`) != "1" {
+	if q.Epoch != floor+1 || e.query(t, `SELECT count(*) FROM pg_proc WHERE proname = 'Counter_only_grows' AND pronamespace = '"Work"'::regnamespace`) != "1" {
 		t.Errorf("a qualified counter: epoch %d; its trigger function in its own schema?", q.Epoch)
 	}
 	if _, err := claim.NewJobs(claim.JobsConfig{Epochs: claim.CounterEpoch, Counter: "a.b.c"}); err == nil || !strings.Contains(err.Error(), "bad counter table") {

@@ -84,7 +84,7 @@ func TestEpochCountersThroughSqlfence(t *testing.T) {
 		t.Fatalf("a CounterEpoch claim through sqlfence: %v", err)
 	}
 	defer m.Stop()
-	if l.Epoch != 43 || m.Epoch != 42 {
-		t.Errorf("epochs %d (sequence) and %d (counter), want 43 and 42", l.Epoch, m.Epoch)
+	if floor := int64(1) << 32; l.Epoch != floor+43 || m.Epoch != floor+42 {
+		t.Errorf("epochs %d (sequence) and %d (counter), want 1<<32 + 43 and 1<<32 + 42 (timeline 1)", l.Epoch, m.Epoch)
 	}
 }

@@ -65,7 +65,9 @@ func exampleDBs(policy string, ddl ...string) (arbiter, fenced *sql.DB, done fun
 }
 
 // A worker claims the next job, writes through sqlfence under the lease's
-// context, and completes.
+// context, and completes. Epochs carry the arbiter's WAL timeline above bit 32, so
+// that a promoted standby draws above every epoch of the old primary: the first
+// claim on a new cluster (timeline 1) is 1<<32 + 1.
 func ExampleJobs_ClaimNext() {
 	jobs, err := claim.NewJobs(claim.JobsConfig{Returning: []string{"sku"}})
 	if err != nil {
@@ -104,8 +106,8 @@ func ExampleJobs_ClaimNext() {
 	_, err = jobs.ClaimNext(ctx, db, &sku)
 	fmt.Println(err)
 	// Output:
-	// claimed job 1 at epoch 1
-	// apple: 9 left, written at epoch 1
+	// claimed job 1 at epoch 4294967297
+	// apple: 9 left, written at epoch 4294967297
 	// claim: no job to claim
 }
 
@@ -146,10 +148,10 @@ func ExampleLease_Context() {
 	fmt.Printf("stale completion fenced: %v (own epoch %d, stored %d)\n", errors.Is(err, sqlfence.ErrFenced), fe.Epoch, fe.StoredEpoch)
 	fmt.Println("successor completes:", next.Complete(ctx))
 	// Output:
-	// job 1: epoch 1, then epoch 2
+	// job 1: epoch 4294967297, then epoch 4294967298
 	// stale write fenced: true
 	// stale handler stopped, cause fenced: true
-	// stale completion fenced: true (own epoch 1, stored 2)
+	// stale completion fenced: true (own epoch 4294967297, stored 4294967298)
 	// successor completes: <nil>
 }
 
@@ -184,7 +186,7 @@ func ExampleLedger() {
 		fmt.Println("redelivery after completion: acknowledge the message")
 	}
 	// Output:
-	// first delivery: epoch 1
+	// first delivery: epoch 4294967297
 	// second delivery while held: true false
 	// redelivery after completion: acknowledge the message
 }

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -54,6 +55,21 @@ type JobsConfig struct {
 	// production sending to one payment account), or their job 1 of table
 	// jobs would be the same effect.
 	KeyNamespace string
+
+	// RequireSynchronousStandby refuses claims, with ErrNoSynchronousStandby,
+	// while the arbiter has no synchronous standby attached: a claim committed
+	// on the primary alone is lost if it fails over, and the job runs twice.
+	// Claims, renewals, completions and claim checks always commit with
+	// synchronous_commit on, whatever the session's setting; this makes sure a
+	// standby is there to wait for. The role must see pg_stat_replication's
+	// sync_state (pg_monitor).
+	RequireSynchronousStandby bool
+	// Logger receives a warning when a lease finds its arbiter failed over
+	// under it (ErrFailover). Default slog.Default().
+	Logger *slog.Logger
+	// OnFailover, when set, is called with each *FailoverError, before the
+	// lease's context is cancelled with it: count them, page an operator.
+	OnFailover func(*FailoverError)
 }
 
 // JobColumns names the columns the claim reads and writes. Empty fields take
@@ -83,9 +99,14 @@ type Jobs struct {
 }
 
 // NewJobs checks cfg and prepares the claim statements for its table.
-func NewJobs(cfg JobsConfig) (*Jobs, error) {
+func NewJobs(cfg JobsConfig) (*Jobs, error) { return newJobs(cfg, false) }
+
+// newJobs is NewJobs; legacy draws epochs as before timelines (the failover tests'
+// teeth).
+func newJobs(cfg JobsConfig, legacy bool) (*Jobs, error) {
 	j := &Jobs{t: table{kind: "jobs table", keyNS: cfg.KeyNamespace}}
-	seq, ctr, err := leaseConfig(&j.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery)
+	seq, ctr, err := leaseConfig(&j.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery,
+		failoverOptions{cfg.RequireSynchronousStandby, cfg.Logger, cfg.OnFailover})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +144,7 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	}
 	j.t.keyCol, j.t.epochCol = id, epoch
 	j.roles, j.enqKey = seen, enqKey
-	ret := []string{id.sql, epoch.sql, expires.sql}
+	ret := []string{id.sql, epoch.sql, expires.sql, timelineSQL}
 	for _, r := range cfg.Returning {
 		n, err := parseName("Returning column", r, 1)
 		if err != nil {
@@ -134,18 +155,18 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	j.returning = len(cfg.Returning)
 
 	T := j.t.name.sql
-	next, prefix := epoch.sql+" + 1", ""
-	switch cfg.Epochs {
-	case GlobalEpoch:
-		next = nextvalSQL(seq)
-	case CounterEpoch:
-		next, prefix = counterEpochSQL, counterCTE(ctr)
+	next, prefix := epochDraw(cfg.Epochs, seq, epoch.sql, legacy), ""
+	if cfg.Epochs == CounterEpoch {
+		prefix = counterCTE(ctr)
 	}
 	// A job is claimable when it is pending and due, or claimed by a lease
 	// that ran out. now() is the arbiter's clock: the one clock every
 	// claimer reads, used for leases only — the epoch never comes from it.
 	claimable := fmt.Sprintf("((%[1]s = 'pending' AND %[2]s <= now()) OR (%[1]s = 'claimed' AND %[3]s < now()))",
 		status.sql, avail.sql, expires.sql)
+	if cfg.RequireSynchronousStandby {
+		claimable = "(" + claimable + " AND " + syncStandbySQL + ")"
+	}
 	// The epoch expression sits in SET, which PostgreSQL evaluates once it
 	// holds the row lock (re-evaluating it if a concurrent claim got there
 	// first), so each claim's epoch is drawn after the previous claim of the
@@ -183,10 +204,10 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		T, set(1), id.sql, claimable, avail.sql, returning)
 
 	held := fmt.Sprintf("WHERE %s = $1 AND %s = $2::bigint AND %s = 'claimed'", id.sql, epoch.sql, status.sql)
-	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s", T, expires.sql, held, expires.sql)
-	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s", T, status.sql, held)
-	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s", T, status.sql, avail.sql, held)
-	j.t.checkSQL = fmt.Sprintf("SELECT 1 FROM %s %s FOR KEY SHARE", T, held)
+	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s, %s", T, expires.sql, held, expires.sql, timelineSQL)
+	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s AND %s", T, status.sql, held, syncCommitSQL)
+	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s AND %s", T, status.sql, avail.sql, held, syncCommitSQL)
+	j.t.checkSQL = fmt.Sprintf("SELECT %s FROM %s %s FOR KEY SHARE", timelineSQL, T, held)
 	j.t.inspectSQL = fmt.Sprintf("SELECT %s::text, %s, %s, %s, now() FROM %s WHERE %s = $1", status.sql, epoch.sql, expires.sql, avail.sql, T, id.sql)
 
 	var b strings.Builder
@@ -247,6 +268,9 @@ func (j *Jobs) ClaimNext(ctx context.Context, db DB, dest ...any) (*Lease, error
 	sent := time.Now()
 	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.nextSQL, micros(j.t.lease)), dest)
 	if errors.Is(err, sql.ErrNoRows) {
+		if err := j.t.noSyncStandby(ctx, db); err != nil {
+			return nil, err
+		}
 		return nil, ErrNoJob
 	}
 	return l, err
@@ -266,6 +290,9 @@ func (j *Jobs) Claim(ctx context.Context, db DB, id any, dest ...any) (*Lease, e
 	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.claimSQL, id, micros(j.t.lease)), dest)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		if err := j.t.noSyncStandby(ctx, db); err != nil {
+			return nil, err
+		}
 		return nil, j.t.notClaimable(ctx, db, id)
 	case isLocked(err):
 		return nil, j.t.locked(ctx, db, id)
@@ -285,8 +312,9 @@ func (j *Jobs) scan(ctx context.Context, db DB, sent time.Time, row *sql.Row, de
 		id    any
 		epoch int64
 		exp   time.Time
+		tl    sql.NullInt64
 	)
-	if err := row.Scan(append([]any{&id, &epoch, &exp}, dest...)...); err != nil {
+	if err := row.Scan(append([]any{&id, &epoch, &exp, &tl}, dest...)...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -295,9 +323,9 @@ func (j *Jobs) scan(ctx context.Context, db DB, sent time.Time, row *sql.Row, de
 			return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w; Schema creates only the claim's own columns: "+
 				"add the payload columns JobsConfig.Returning names to the table (ALTER TABLE %s ADD COLUMN …)", j.t.name, err, j.t.name)
 		}
-		return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w", j.t.name, err)
+		return nil, unknownOutcome(fmt.Errorf("claim: claiming from the jobs table %s: %w", j.t.name, err), "claim in the jobs table "+j.t.name.String())
 	}
-	return newLease(ctx, &j.t, db, id, epoch, exp, sent), nil
+	return newLease(ctx, &j.t, db, id, epoch, tl.Int64, exp, sent), nil
 }
 
 // isLocked reports PostgreSQL's lock_not_available (55P03): a FOR UPDATE NOWAIT met

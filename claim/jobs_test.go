@@ -77,8 +77,8 @@ func TestSchemaNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Stop()
-	if body != "hello" || l.Epoch != 1 || l.JobID != int64(1) {
-		t.Fatalf("claimed job %v epoch %d body %q, want job 1 epoch 1 body hello", l.JobID, l.Epoch, body)
+	if body != "hello" || l.Epoch != 1<<32+1 || l.JobID != int64(1) {
+		t.Fatalf("claimed job %v epoch %d body %q, want job 1 epoch 1<<32 + 1 (timeline 1) body hello", l.JobID, l.Epoch, body)
 	}
 	if err := l.Renew(ctx); err != nil {
 		t.Fatal(err)
@@ -86,11 +86,11 @@ func TestSchemaNames(t *testing.T) {
 	if err := l.Complete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.query(t, `SELECT state || ':' || "Claim""Epoch" FROM "Work"."Queue; DROP TABLE inventory"`); got != "done:1" {
-		t.Fatalf("row = %s, want done:1", got)
+	if got := e.query(t, `SELECT state || ':' || "Claim""Epoch" FROM "Work"."Queue; DROP TABLE inventory"`); got != "done:4294967297" {
+		t.Fatalf("row = %s, want done:4294967297", got)
 	}
 	_, err = j.Claim(ctx, e.db, int64(1), &body)
-	if !errors.Is(err, claim.ErrDone) || !errors.Is(err, claim.ErrNotClaimable) || !strings.Contains(err.Error(), "done at epoch 1") {
+	if !errors.Is(err, claim.ErrDone) || !errors.Is(err, claim.ErrNotClaimable) || !strings.Contains(err.Error(), "done at epoch 4294967297") {
 		t.Fatalf("claiming a done job: err = %v, want ErrDone", err)
 	}
 }
@@ -263,7 +263,7 @@ func TestEpochsStrictlyIncrease(t *testing.T) {
 			j := newJobs(t, claim.JobsConfig{Epochs: src, Lease: time.Millisecond, RenewEvery: -1})
 			e := newEnv(t, j.Schema(), `INSERT INTO jobs DEFAULT VALUES`, epochLog("jobs", "lease_epoch"))
 			hammer(t, e, func(ctx context.Context) (*claim.Lease, error) { return j.Claim(ctx, e.db, int64(1)) })
-			if src == claim.PerJobEpoch && e.query(t, `SELECT bool_and(new = old + 1) FROM epoch_log`) != "true" {
+			if src == claim.PerJobEpoch && e.query(t, `SELECT bool_and(new = old + 1 OR old = 0 AND new = (1::bigint << 32) + 1) FROM epoch_log`) != "true" {
 				t.Error("per-job epochs skipped a value")
 			}
 		})

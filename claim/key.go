@@ -110,15 +110,19 @@ func (l *Lease) Check(ctx context.Context, db DB) error {
 	if err := l.checkOpen("check"); err != nil {
 		return err
 	}
-	var one int
-	err := db.QueryRowContext(claimctx.With(ctx), l.t.checkSQL, l.JobID, l.Epoch).Scan(&one)
+	var tl sql.NullInt64
+	err := db.QueryRowContext(claimctx.With(ctx), l.t.checkSQL, l.JobID, l.Epoch).Scan(&tl)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = l.t.notHeld(ctx, db, "claim check", l.t.checkSQL, l.JobID, l.Epoch)
+		err = l.notHeld(ctx, db, "claim check", l.t.checkSQL)
 		l.cancel(err)
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("claim: checking the claim on job %v in table %s, epoch %d: %w", l.JobID, l.t.name, l.Epoch, err)
+	}
+	if err := l.checkTimeline(ctx, "claim check", tl); err != nil {
+		l.cancel(err)
+		return err
 	}
 	return nil
 }

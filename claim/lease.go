@@ -35,6 +35,8 @@ type Lease struct {
 	JobID any   // the job's id as the database returned it; pass it back unchanged
 	Epoch int64 // the claim's epoch: the fencing token of this execution
 
+	timeline int64 // the arbiter's write timeline when it granted the claim (0: unknown)
+
 	t      *table
 	db     DB
 	ctx    context.Context
@@ -53,10 +55,10 @@ type Lease struct {
 // computed the lease from its clock at some moment after that, so sentAt +
 // lease, measured on this process's monotonic clock, never falls after the
 // lease's real end, whatever the two clocks read.
-func newLease(parent context.Context, t *table, db DB, id any, epoch int64, expiresAt, sentAt time.Time) *Lease {
+func newLease(parent context.Context, t *table, db DB, id any, epoch, timeline int64, expiresAt, sentAt time.Time) *Lease {
 	base, cancel := context.WithCancelCause(parent)
 	l := &Lease{
-		JobID: id, Epoch: epoch, t: t, db: db, cancel: cancel,
+		JobID: id, Epoch: epoch, timeline: timeline, t: t, db: db, cancel: cancel,
 		ctx: sqlfence.OnFenced(sqlfence.WithClaim(base, sqlfence.Claim{
 			Table: t.name.sql, KeyColumn: t.keyCol.sql, EpochColumn: t.epochCol.sql, Key: id, Epoch: epoch,
 		}), cancel),
@@ -109,7 +111,7 @@ func (l *Lease) keep(ctx context.Context, done chan<- struct{}) {
 			timer.Reset(l.t.renewEvery)
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, sqlfence.ErrFenced):
+		case errors.Is(err, sqlfence.ErrFenced), errors.Is(err, ErrFailover):
 			return // renew has cancelled the handler
 		default:
 			left := time.Until(deadline)
@@ -149,15 +151,22 @@ func (l *Lease) checkOpen(op string) error {
 
 func (l *Lease) renew(ctx context.Context) error {
 	sent := time.Now()
-	var exp time.Time
-	err := l.db.QueryRowContext(claimctx.With(ctx), l.t.renewSQL, l.JobID, l.Epoch, micros(l.t.lease)).Scan(&exp)
+	var (
+		exp time.Time
+		tl  sql.NullInt64
+	)
+	err := l.db.QueryRowContext(claimctx.With(ctx), l.t.renewSQL, l.JobID, l.Epoch, micros(l.t.lease)).Scan(&exp, &tl)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = l.t.notHeld(ctx, l.db, "renewal", l.t.renewSQL, l.JobID, l.Epoch)
+		err = l.notHeld(ctx, l.db, "renewal", l.t.renewSQL)
 		l.cancel(&LostError{Table: l.t.name.String(), JobID: l.JobID, Epoch: l.Epoch, Err: err})
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("claim: renewing job %v in table %s, epoch %d: %w", l.JobID, l.t.name, l.Epoch, err)
+	}
+	if err := l.checkTimeline(ctx, "renewal", tl); err != nil {
+		l.cancel(&LostError{Table: l.t.name.String(), JobID: l.JobID, Epoch: l.Epoch, Err: err})
+		return err
 	}
 	l.mu.Lock()
 	l.expiresAt = exp
@@ -199,7 +208,7 @@ func (l *Lease) finish(ctx context.Context, op, stmt string, args ...any) error 
 	}
 	l.stopKeeper()
 	err := l.exec(ctx, l.db, op, stmt, args...)
-	if err != nil && !errors.Is(err, sqlfence.ErrFenced) {
+	if err != nil && !errors.Is(err, sqlfence.ErrFenced) && !errors.Is(err, ErrFailover) {
 		return err
 	}
 	l.mu.Lock()
@@ -244,7 +253,7 @@ func (l *Lease) exec(ctx context.Context, db DB, op, stmt string, args ...any) e
 		return fmt.Errorf("claim: %s of job %v in table %s, epoch %d: %w", op, l.JobID, l.t.name, l.Epoch, err)
 	}
 	if n == 0 {
-		return l.t.notHeld(ctx, db, op, stmt, l.JobID, l.Epoch)
+		return l.notHeld(ctx, db, op, stmt)
 	}
 	return nil
 }

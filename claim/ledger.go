@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/sqlfence/sqlfence/internal/claimctx"
@@ -33,6 +34,10 @@ type LedgerConfig struct {
 	// KeyNamespace goes into every effect key of this table's jobs; see
 	// JobsConfig.KeyNamespace.
 	KeyNamespace string
+	// RequireSynchronousStandby, Logger and OnFailover: see JobsConfig.
+	RequireSynchronousStandby bool
+	Logger                    *slog.Logger
+	OnFailover                func(*FailoverError)
 	// (No TakeoverWait, unlike JobsConfig: the claim's ON CONFLICT DO UPDATE
 	// locks the row before a wait could start, and the old claim's completion
 	// would then wait for the takeover while the takeover waits for it. A
@@ -59,9 +64,14 @@ type Ledger struct {
 }
 
 // NewLedger checks cfg and prepares the claim statements for its table.
-func NewLedger(cfg LedgerConfig) (*Ledger, error) {
+func NewLedger(cfg LedgerConfig) (*Ledger, error) { return newLedger(cfg, false) }
+
+// newLedger is NewLedger; legacy draws epochs as before timelines (the failover
+// tests' teeth).
+func newLedger(cfg LedgerConfig, legacy bool) (*Ledger, error) {
 	l := &Ledger{t: table{kind: "claim table", keyNS: cfg.KeyNamespace}}
-	seq, ctr, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery)
+	seq, ctr, err := leaseConfig(&l.t, cfg.Epochs, cfg.Sequence, cfg.Counter, cfg.Lease, cfg.RenewEvery,
+		failoverOptions{cfg.RequireSynchronousStandby, cfg.Logger, cfg.OnFailover})
 	if err != nil {
 		return nil, err
 	}
@@ -73,12 +83,16 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	}
 	T := l.t.name.sql
 	l.t.keyCol, l.t.epochCol = name{parts: []string{"job_id"}, sql: "job_id"}, name{parts: []string{"lease_epoch"}, sql: "lease_epoch"}
-	first, next, prefix := "1", "c.lease_epoch + 1", ""
-	switch cfg.Epochs {
-	case GlobalEpoch:
-		first, next = nextvalSQL(seq), nextvalSQL(seq)
-	case CounterEpoch:
-		first, next, prefix = counterEpochSQL, counterEpochSQL, counterCTE(ctr)
+	// A job seen for the first time draws as if its previous epoch were 0.
+	first, next, prefix := epochDraw(cfg.Epochs, seq, "0", legacy), epochDraw(cfg.Epochs, seq, "c.lease_epoch", legacy), ""
+	if cfg.Epochs == CounterEpoch {
+		prefix = counterCTE(ctr)
+	}
+	row := fmt.Sprintf("VALUES ($1, %s, 'claimed', now() + $2::bigint * interval '1 microsecond')", first)
+	if cfg.RequireSynchronousStandby {
+		// No row to insert, and so none to conflict on, while no synchronous
+		// standby is attached: the claim returns nothing and Claim explains why.
+		row = fmt.Sprintf("SELECT $1::text, %s, 'claimed', now() + $2::bigint * interval '1 microsecond' WHERE %s", first, syncStandbySQL)
 	}
 	// One statement claims a job seen for the first time (the INSERT) or
 	// again (the DO UPDATE). The DO UPDATE's SET runs once PostgreSQL holds
@@ -86,20 +100,20 @@ func NewLedger(cfg LedgerConfig) (*Ledger, error) {
 	// claim committed. A release is claimable at once (<=); a live claim's
 	// lease must have run out (<); a done job never is.
 	l.claimSQL = prefix + fmt.Sprintf(`INSERT INTO %[1]s AS c (job_id, lease_epoch, status, lease_expires_at) `+
-		`VALUES ($1, %[2]s, 'claimed', now() + $2::bigint * interval '1 microsecond') `+
+		`%[2]s `+
 		`ON CONFLICT (job_id) DO UPDATE SET lease_epoch = %[3]s, status = 'claimed', lease_expires_at = excluded.lease_expires_at `+
 		`WHERE ((c.status = 'released' AND c.lease_expires_at <= now()) OR (c.status = 'claimed' AND c.lease_expires_at < now())) `+
 		// The takeover locks the row FOR UPDATE, as a jobs table's does: it
 		// comes after every open claim-checked transaction of the old claim
 		// (NOWAIT: reported, not queued behind it).
 		`AND EXISTS (SELECT FROM %[1]s x WHERE x.job_id = c.job_id FOR UPDATE NOWAIT) `+
-		`RETURNING c.lease_epoch, c.lease_expires_at`, T, first, next)
+		`RETURNING c.lease_epoch, c.lease_expires_at, `+timelineSQL, T, row, next)
 	const held = "WHERE job_id = $1 AND lease_epoch = $2::bigint AND status = 'claimed'"
-	l.t.renewSQL = fmt.Sprintf("UPDATE %s SET lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s RETURNING lease_expires_at", T, held)
-	l.t.completeSQL = fmt.Sprintf("UPDATE %s SET status = 'done' %s", T, held)
+	l.t.renewSQL = fmt.Sprintf("UPDATE %s SET lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s RETURNING lease_expires_at, %s", T, held, timelineSQL)
+	l.t.completeSQL = fmt.Sprintf("UPDATE %s SET status = 'done' %s AND %s", T, held, syncCommitSQL)
 	// A release reuses lease_expires_at as "claimable from".
-	l.t.releaseSQL = fmt.Sprintf("UPDATE %s SET status = 'released', lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s", T, held)
-	l.t.checkSQL = fmt.Sprintf("SELECT 1 FROM %s %s FOR KEY SHARE", T, held)
+	l.t.releaseSQL = fmt.Sprintf("UPDATE %s SET status = 'released', lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s AND %s", T, held, syncCommitSQL)
+	l.t.checkSQL = fmt.Sprintf("SELECT %s FROM %s %s FOR KEY SHARE", timelineSQL, T, held)
 	l.t.inspectSQL = fmt.Sprintf("SELECT status, lease_epoch, lease_expires_at, NULL::timestamptz, now() FROM %s WHERE job_id = $1", T)
 
 	if cfg.Epochs == GlobalEpoch {
@@ -141,15 +155,19 @@ func (l *Ledger) Claim(ctx context.Context, db DB, jobID string) (*Lease, error)
 	var (
 		epoch int64
 		exp   time.Time
+		tl    sql.NullInt64
 	)
-	err := db.QueryRowContext(claimctx.With(ctx), l.claimSQL, jobID, micros(l.t.lease)).Scan(&epoch, &exp)
+	err := db.QueryRowContext(claimctx.With(ctx), l.claimSQL, jobID, micros(l.t.lease)).Scan(&epoch, &exp, &tl)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		if err := l.t.noSyncStandby(ctx, db); err != nil {
+			return nil, err
+		}
 		return nil, l.t.notClaimable(ctx, db, jobID)
 	case isLocked(err):
 		return nil, l.t.locked(ctx, db, jobID)
 	case err != nil:
-		return nil, fmt.Errorf("claim: claiming job %q in the claim table %s: %w", jobID, l.t.name, err)
+		return nil, unknownOutcome(fmt.Errorf("claim: claiming job %q in the claim table %s: %w", jobID, l.t.name, err), fmt.Sprintf("claim of job %q in the claim table %s", jobID, l.t.name))
 	}
-	return newLease(ctx, &l.t, db, jobID, epoch, exp, sent), nil
+	return newLease(ctx, &l.t, db, jobID, epoch, tl.Int64, exp, sent), nil
 }
