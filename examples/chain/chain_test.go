@@ -52,9 +52,9 @@ func TestChain(t *testing.T) {
 		t.Error("no message needed a second attempt: the receiver's failures did not happen")
 	}
 	for _, want := range []string{
-		"worker 0: chain 1 link 1 (job 1, epoch 1): shipped, then paused for",
+		"worker 0: chain 1 link 1 (job 1, epoch 4294967297): shipped, then paused for",
 		"step ship was committed by an earlier execution; skipped",
-		"worker 0: chain 1 link 1 (job 1, epoch 1): superseded",
+		"worker 0: chain 1 link 1 (job 1, epoch 4294967297): superseded",
 		"every chain ran end to end exactly once",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -42,7 +42,7 @@ func TestWorker(t *testing.T) {
 	if done != jobs || reserved != jobs || wrong != 0 {
 		t.Fatalf("%d jobs done, %d reserved, %d stock rows off; want %d, %d, 0", done, reserved, wrong, jobs, jobs)
 	}
-	if !strings.Contains(out.String(), "worker 0: job 1 (epoch 1): paused for") {
+	if !strings.Contains(out.String(), "worker 0: job 1 (epoch 4294967297): paused for") {
 		t.Errorf("worker 0 did not report its pause")
 	}
 	if !strings.Contains(out.String(), "every job applied exactly once") {
