@@ -101,7 +101,8 @@ type Jobs struct {
 // NewJobs checks cfg and prepares the claim statements for its table.
 func NewJobs(cfg JobsConfig) (*Jobs, error) { return newJobs(cfg, false) }
 
-// newJobs is NewJobs; legacy draws epochs as before timelines (the failover tests'
+// newJobs is NewJobs; legacy runs the statements of before timelines: epochs drawn
+// without the floor, no synchronous commit, no timeline returned (the failover tests'
 // teeth).
 func newJobs(cfg JobsConfig, legacy bool) (*Jobs, error) {
 	j := &Jobs{t: table{kind: "jobs table", keyNS: cfg.KeyNamespace}}
@@ -142,9 +143,13 @@ func newJobs(cfg JobsConfig, legacy bool) (*Jobs, error) {
 		}
 		seen[col.dst.parts[0]] = col.field
 	}
+	tlSQL, syncSQL := timelineSQL, syncCommitSQL
+	if legacy {
+		tlSQL, syncSQL = "NULL::bigint", "true"
+	}
 	j.t.keyCol, j.t.epochCol = id, epoch
 	j.roles, j.enqKey = seen, enqKey
-	ret := []string{id.sql, epoch.sql, expires.sql, timelineSQL}
+	ret := []string{id.sql, epoch.sql, expires.sql, tlSQL}
 	for _, r := range cfg.Returning {
 		n, err := parseName("Returning column", r, 1)
 		if err != nil {
@@ -204,10 +209,10 @@ func newJobs(cfg JobsConfig, legacy bool) (*Jobs, error) {
 		T, set(1), id.sql, claimable, avail.sql, returning)
 
 	held := fmt.Sprintf("WHERE %s = $1 AND %s = $2::bigint AND %s = 'claimed'", id.sql, epoch.sql, status.sql)
-	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s, %s", T, expires.sql, held, expires.sql, timelineSQL)
-	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s AND %s", T, status.sql, held, syncCommitSQL)
-	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s AND %s", T, status.sql, avail.sql, held, syncCommitSQL)
-	j.t.checkSQL = fmt.Sprintf("SELECT %s FROM %s %s FOR KEY SHARE", timelineSQL, T, held)
+	j.t.renewSQL = fmt.Sprintf("UPDATE %s SET %s = now() + $3::bigint * interval '1 microsecond' %s RETURNING %s, %s", T, expires.sql, held, expires.sql, tlSQL)
+	j.t.completeSQL = fmt.Sprintf("UPDATE %s SET %s = 'done' %s AND %s", T, status.sql, held, syncSQL)
+	j.t.releaseSQL = fmt.Sprintf("UPDATE %s SET %s = 'pending', %s = now() + $3::bigint * interval '1 microsecond' %s AND %s", T, status.sql, avail.sql, held, syncSQL)
+	j.t.checkSQL = fmt.Sprintf("SELECT %s FROM %s %s FOR KEY SHARE", tlSQL, T, held)
 	j.t.inspectSQL = fmt.Sprintf("SELECT %s::text, %s, %s, %s, now() FROM %s WHERE %s = $1", status.sql, epoch.sql, expires.sql, avail.sql, T, id.sql)
 
 	var b strings.Builder

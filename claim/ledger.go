@@ -66,7 +66,7 @@ type Ledger struct {
 // NewLedger checks cfg and prepares the claim statements for its table.
 func NewLedger(cfg LedgerConfig) (*Ledger, error) { return newLedger(cfg, false) }
 
-// newLedger is NewLedger; legacy draws epochs as before timelines (the failover
+// newLedger is NewLedger; legacy runs the statements of before timelines (the failover
 // tests' teeth).
 func newLedger(cfg LedgerConfig, legacy bool) (*Ledger, error) {
 	l := &Ledger{t: table{kind: "claim table", keyNS: cfg.KeyNamespace}}
@@ -82,6 +82,10 @@ func newLedger(cfg LedgerConfig, legacy bool) (*Ledger, error) {
 		return nil, err
 	}
 	T := l.t.name.sql
+	tlSQL, syncSQL := timelineSQL, syncCommitSQL
+	if legacy {
+		tlSQL, syncSQL = "NULL::bigint", "true"
+	}
 	l.t.keyCol, l.t.epochCol = name{parts: []string{"job_id"}, sql: "job_id"}, name{parts: []string{"lease_epoch"}, sql: "lease_epoch"}
 	// A job seen for the first time draws as if its previous epoch were 0.
 	first, next, prefix := epochDraw(cfg.Epochs, seq, "0", legacy), epochDraw(cfg.Epochs, seq, "c.lease_epoch", legacy), ""
@@ -107,13 +111,13 @@ func newLedger(cfg LedgerConfig, legacy bool) (*Ledger, error) {
 		// comes after every open claim-checked transaction of the old claim
 		// (NOWAIT: reported, not queued behind it).
 		`AND EXISTS (SELECT FROM %[1]s x WHERE x.job_id = c.job_id FOR UPDATE NOWAIT) `+
-		`RETURNING c.lease_epoch, c.lease_expires_at, `+timelineSQL, T, row, next)
+		`RETURNING c.lease_epoch, c.lease_expires_at, `+tlSQL, T, row, next)
 	const held = "WHERE job_id = $1 AND lease_epoch = $2::bigint AND status = 'claimed'"
-	l.t.renewSQL = fmt.Sprintf("UPDATE %s SET lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s RETURNING lease_expires_at, %s", T, held, timelineSQL)
-	l.t.completeSQL = fmt.Sprintf("UPDATE %s SET status = 'done' %s AND %s", T, held, syncCommitSQL)
+	l.t.renewSQL = fmt.Sprintf("UPDATE %s SET lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s RETURNING lease_expires_at, %s", T, held, tlSQL)
+	l.t.completeSQL = fmt.Sprintf("UPDATE %s SET status = 'done' %s AND %s", T, held, syncSQL)
 	// A release reuses lease_expires_at as "claimable from".
-	l.t.releaseSQL = fmt.Sprintf("UPDATE %s SET status = 'released', lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s AND %s", T, held, syncCommitSQL)
-	l.t.checkSQL = fmt.Sprintf("SELECT %s FROM %s %s FOR KEY SHARE", timelineSQL, T, held)
+	l.t.releaseSQL = fmt.Sprintf("UPDATE %s SET status = 'released', lease_expires_at = now() + $3::bigint * interval '1 microsecond' %s AND %s", T, held, syncSQL)
+	l.t.checkSQL = fmt.Sprintf("SELECT %s FROM %s %s FOR KEY SHARE", tlSQL, T, held)
 	l.t.inspectSQL = fmt.Sprintf("SELECT status, lease_epoch, lease_expires_at, NULL::timestamptz, now() FROM %s WHERE job_id = $1", T)
 
 	if cfg.Epochs == GlobalEpoch {

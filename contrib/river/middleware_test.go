@@ -67,8 +67,9 @@ func TestHandlerWritesUnderTheClaimsEpoch(t *testing.T) {
 		t.Errorf("claim row: epoch %d, %q; want %d, done", ce, status, runs[0].epoch)
 	}
 	var last int64
-	if err := e.plain.QueryRowContext(t.Context(), `SELECT last_value FROM sqlfence_epoch`).Scan(&last); err != nil || last != runs[0].epoch {
-		t.Errorf("sequence sqlfence_epoch at %d (%v); the epoch %d should come from it", last, err, runs[0].epoch)
+	// Epochs are drawn above the arbiter's timeline: 1<<32 on a fresh cluster.
+	if err := e.plain.QueryRowContext(t.Context(), `SELECT last_value FROM sqlfence_epoch`).Scan(&last); err != nil || 1<<32+last != runs[0].epoch {
+		t.Errorf("sequence sqlfence_epoch at %d (%v); the epoch %d should be 1<<32 + its value (timeline 1)", last, err, runs[0].epoch)
 	}
 }
 
