@@ -160,7 +160,7 @@ func TestAuditSequence(t *testing.T) {
 		fmt.Sprintf("Run with --fix to move the counter to %d (the sequence to %d); the next claim then gets %d.", later, later-epoch(f.tl, 0), later+1),
 		"1003 rows hold epochs of the format before timelines",
 		fmt.Sprintf("1 row in 1 table holds an epoch of a later timeline than the server's %d (up to timeline %d): the data comes from a cluster further along its history", f.tl, f.tl+2),
-		"--fix moves the counter past them")
+		"--fix moves the counter past it, as past any row above it.")
 	clitest.WantContains(t, "progress", errOut, "audit: public.inventory: 7 rows in", "2 above the counter")
 
 	out, errOut, code = cli(t, "--policy", f.policy, "--dsn", f.dsn, "--json", "--quiet")
@@ -196,7 +196,7 @@ func TestAuditSequence(t *testing.T) {
 	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 	clitest.WantContains(t, "audit after --fix", out,
 		fmt.Sprintf("No row holds an epoch above the counter (%d).", next),
-		"The counter is past them")
+		"The counter is past it: its epochs read as a later timeline's too")
 }
 
 // A counter table as the claim helpers create it for CounterEpoch, with the trigger
@@ -220,7 +220,7 @@ func TestAuditCounterTable(t *testing.T) {
 		fmt.Sprintf("sku=restored (epoch %d, timeline %d); sku=new-hi (epoch %d, timeline %d)", later, f.tl+2, above, f.tl),
 		fmt.Sprintf("2 rows in 1 table hold epochs above the counter (%d), up to %d", counter, later),
 		fmt.Sprintf("Run with --fix to move the counter to %d (the counter table to %d); the next claim then gets %d.", later, later-epoch(f.tl, 0), later+1),
-		"--fix moves the counter past them")
+		"--fix moves the counter past it, as past any row above it.")
 
 	out, errOut, code = cli(t, "--policy", f.policy, "--dsn", f.dsn, "--counter", claim.DefaultCounter, "--fix", "--quiet", "--json")
 	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)

@@ -75,7 +75,7 @@ func writeText(w io.Writer, rep *auditReport, fix bool) {
 			fmt.Fprintf(w, "Run with --fix to move the counter to %d; %s %d.\n", target, next, target+1)
 		}
 	}
-	if f := rep.Fix; f != nil && f.RowsLeft > 0 {
+	if f := rep.Fix; f != nil && f.Applied && f.RowsLeft > 0 {
 		fmt.Fprintf(w, "%d %s above the counter: %s, which --fix leaves (see below).\n",
 			f.RowsLeft, cmdutil.Plural(int(f.RowsLeft), "row is still", "rows are still"), cmdutil.Plural(int(f.RowsLeft), "its epoch is", "their epochs are")+" of a later timeline")
 	}
@@ -106,10 +106,11 @@ func writeLaterTimeline(w io.Writer, rep *auditReport) {
 			rep.LaterTimeline, cmdutil.Plural(int(rep.LaterTimeline), "row", "rows"), tables, cmdutil.Plural(tables, "table", "tables"),
 			cmdutil.Plural(int(rep.LaterTimeline), "holds an epoch", "hold epochs"), tl, pgcatalog.EpochTimeline(highest))
 		if c.Kind != kindJobs {
+			them := cmdutil.Plural(int(rep.LaterTimeline), "it", "them")
 			if rep.Fix == nil && laterAbove(rep) > 0 {
-				fmt.Fprintln(w, "--fix moves the counter past them, as past any row above it.")
+				fmt.Fprintf(w, "--fix moves the counter past %s, as past any row above it.\n", them)
 			} else {
-				fmt.Fprintln(w, "The counter is past them: its epochs read as a later timeline's too, which is fine — a promotion still puts every epoch drawn after it above every epoch drawn before.")
+				fmt.Fprintf(w, "The counter is past %s: its epochs read as a later timeline's too, which is fine — a promotion still puts every epoch drawn after it above every epoch drawn before.\n", them)
 			}
 		}
 	}
