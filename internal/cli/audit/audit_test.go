@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/claim"
 	"github.com/sqlfence/sqlfence/internal/cli/clitest"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
@@ -396,4 +398,49 @@ func TestAuditBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Claims that move the counter past the rows between the scan and --fix leave it
+// nothing to do: it reads the counter again under its lock and never lowers it.
+func TestAuditFixAfterClaims(t *testing.T) {
+	t.Parallel()
+	f := auditFixture(t)
+	later, _ := f.addEpochs(t)
+	conn := clitest.PGConnect(t, f.dsn, nil)
+	a := &auditor{conn: conn, progress: io.Discard, examples: 1, batchPages: 16384, lockTimeout: 10 * time.Second}
+	ctx := deadline(t)
+	c, err := a.sequenceCounter(ctx, "sqlfence_epoch", true, f.tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := auditReport{Counter: c}
+	rels, err := resolveTables(ctx, conn, mustPolicy(t, f.policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.scan(ctx, &rep, rels); err != nil || rep.RowsAbove != 2 {
+		t.Fatalf("scan: %d rows above, %v", rep.RowsAbove, err)
+	}
+	past := later - epoch(f.tl, 0) + 5
+	exec(t, f.raw, "SELECT setval('sqlfence_epoch', $1)", past) // claims drew up to there
+	fix, err := a.fix(ctx, &rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Fix = fix
+	if fix.Applied || fix.RowsLeft != 0 || fix.RawFrom != past || !strings.Contains(fix.Note, fmt.Sprintf("the sequence is already at %d", past)) || rep.rowsLeft() != 0 {
+		t.Errorf("--fix after claims passed the rows: %+v", fix)
+	}
+	if v := queryInt(t, f.raw, "SELECT last_value FROM sqlfence_epoch"); v != past {
+		t.Errorf("--fix moved the sequence to %d, want it left at %d", v, past)
+	}
+}
+
+func mustPolicy(t *testing.T, path string) *sqlfence.Policy {
+	t.Helper()
+	pol, err := cmdutil.LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }

@@ -72,9 +72,12 @@ func (a *auditor) fixCounter(ctx context.Context, tx pgx.Tx, c *auditCounter, ou
 		}
 	}
 	out.RawFrom, out.RawTo = cur, target
-	if out.From, _ = onTimeline(c.Timeline, cur); cur >= target {
-		what := map[string]string{kindSequence: "sequence", kindCounter: "counter"}[c.Kind]
-		out.Note = fmt.Sprintf("the %s is already at %d (epoch %d on timeline %d), past the highest stored epoch", what, cur, out.From, c.Timeline)
+	var err error
+	if out.From, err = onTimeline(c.Timeline, cur); err != nil {
+		return err
+	}
+	if cur >= target { // claims moved it past since it was read
+		out.Note = fmt.Sprintf("the %s is already at %d (epoch %d on timeline %d), past the highest stored epoch", counterWhat(c.Kind), cur, out.From, c.Timeline)
 		out.To, out.RawTo = out.From, cur
 		c.Value, c.Raw = out.From, cur
 		return nil
@@ -97,7 +100,7 @@ func (a *auditor) fixCounter(ctx context.Context, tx pgx.Tx, c *auditCounter, ou
 }
 
 // fixJobs raises every job below the highest stored epoch of the server's timeline
-// to it. Rows of a later timeline are left: see laterTimelineText.
+// to it. Rows of a later timeline are left: see writeLaterTimeline.
 func (a *auditor) fixJobs(ctx context.Context, tx pgx.Tx, rep *auditReport, out *auditFix) error {
 	c := &rep.Counter
 	target := fixTarget(rep)
