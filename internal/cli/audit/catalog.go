@@ -26,7 +26,8 @@ type relation struct {
 }
 
 // resolveTables finds the policy's tables in the database. A policy table that does
-// not exist, or a relation without the epoch column, is an error.
+// not exist (named with the tables called most like it), or a relation without the
+// epoch column, is an error.
 func resolveTables(ctx context.Context, conn *pgx.Conn, pol *sqlfence.Policy) ([]relation, error) {
 	var out []relation
 	var problems []string
@@ -38,7 +39,8 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, pol *sqlfence.Policy) ([
 			return nil, err
 		}
 		if len(rels) == 0 {
-			problems = append(problems, fmt.Sprintf("table %s (policy line %d) does not exist in the database", t.QualifiedName, t.Line))
+			problems = append(problems, fmt.Sprintf("table %s (policy line %d) does not exist in the database%s",
+				t.QualifiedName, t.Line, similarHint(ctx, query, t.Schema, t.Name)))
 		}
 		for _, rel := range rels {
 			if rel.IsView() {

@@ -26,13 +26,15 @@ func (a *auditor) scan(ctx context.Context, rep *auditReport, rels []relation) e
 		if r.kind == "p" {
 			continue // no rows of its own: its partitions follow
 		}
-		t, err := a.scanRelation(ctx, tx, r, rep.Counter.Value, version >= 140000)
+		t, err := a.scanRelation(ctx, tx, r, rep.Counter, version >= 140000)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", r.name, err)
 		}
 		rep.Tables = append(rep.Tables, t)
 		rep.RowsAbove += t.Above
 		rep.NullEpochs += t.NullEpochs
+		rep.OldFormat += t.OldFormat
+		rep.LaterTimeline += t.LaterTimeline
 		if t.Highest != nil && *t.Highest > rep.Highest {
 			rep.Highest = *t.Highest
 		}
@@ -40,7 +42,10 @@ func (a *auditor) scan(ctx context.Context, rep *auditReport, rels []relation) e
 	return tx.Commit(ctx)
 }
 
-func (a *auditor) scanRelation(ctx context.Context, tx pgx.Tx, r relation, counter int64, tidRange bool) (auditTable, error) {
+// scanRelation counts r's rows: all of them, those above the counter, those with a
+// NULL epoch, an epoch of the format before timelines or one of a later timeline
+// than the server's; and it keeps the highest epoch.
+func (a *auditor) scanRelation(ctx context.Context, tx pgx.Tx, r relation, c auditCounter, tidRange bool) (auditTable, error) {
 	col := sqlident.Quote(r.table.EpochColumn)
 	t := auditTable{Table: r.name, PolicyName: r.table.QualifiedName.String(), EpochColumn: r.table.EpochColumn, Examples: []auditExample{}}
 	var pages int64
@@ -54,17 +59,25 @@ func (a *auditor) scanRelation(ctx context.Context, tx pgx.Tx, r relation, count
 	} else {
 		fmt.Fprintf(a.progress, "audit: %s: reading\n", r.name)
 	}
-	agg := fmt.Sprintf("SELECT count(*), count(*) FILTER (WHERE %[1]s > $1), max(%[1]s) FILTER (WHERE %[1]s > $1), count(*) FILTER (WHERE %[1]s IS NULL) FROM ONLY %[2]s",
-		col, r.name)
+	// $1 the counter, $2 the end of the old format, $3 the floor of the next timeline.
+	agg := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE %[1]s > $1), max(%[1]s)::bigint, count(*) FILTER (WHERE %[1]s IS NULL),
+	count(*) FILTER (WHERE %[1]s < $2), count(*) FILTER (WHERE %[1]s >= $3),
+	count(*) FILTER (WHERE %[1]s > $1 AND %[1]s >= $3), coalesce(max(%[1]s) FILTER (WHERE %[1]s > $1 AND %[1]s < $3), 0)::bigint
+FROM ONLY %[2]s`, col, r.name)
+	later := floorOf(c.Timeline + 1)
 	run := func(where string) error {
-		var n, above, nulls int64
+		var n, above, nulls, old, late, lateAbove, fixable int64
 		var highest *int64
-		if err := tx.QueryRow(ctx, agg+where, counter).Scan(&n, &above, &highest, &nulls); err != nil {
+		if err := tx.QueryRow(ctx, agg+where, c.Value, oldFormatEnd, later).Scan(&n, &above, &highest, &nulls, &old, &late, &lateAbove, &fixable); err != nil {
 			return err
 		}
 		t.Scanned += n
 		t.Above += above
 		t.NullEpochs += nulls
+		t.OldFormat += old
+		t.LaterTimeline += late
+		t.laterAbove += lateAbove
+		t.highestOnTimeline = max(t.highestOnTimeline, fixable)
 		if highest != nil && (t.Highest == nil || *highest > *t.Highest) {
 			t.Highest = highest
 		}
@@ -92,37 +105,47 @@ func (a *auditor) scanRelation(ctx context.Context, tx pgx.Tx, r relation, count
 	fmt.Fprintf(a.progress, "audit: %s: %d rows in %v, %d above the counter, %d with a NULL epoch\n",
 		r.name, t.Scanned, time.Since(start).Round(time.Millisecond), t.Above, t.NullEpochs)
 	if t.Above > 0 && a.examples > 0 {
-		key, err := keyExpr(ctx, tx, r)
+		key, err := keyExpr(ctx, tx, r.oid)
 		if err != nil {
 			return t, err
 		}
-		rows, err := tx.Query(ctx, fmt.Sprintf("SELECT %[1]s, %[2]s FROM ONLY %[3]s WHERE %[2]s > $1 ORDER BY %[2]s DESC LIMIT %[4]d",
-			key, col, r.name, a.examples), counter)
-		if err != nil {
-			return t, err
-		}
-		for rows.Next() {
-			var e auditExample
-			if err := rows.Scan(&e.Key, &e.Epoch); err != nil {
-				rows.Close()
-				return t, err
-			}
-			t.Examples = append(t.Examples, e)
-		}
-		if err := rows.Err(); err != nil {
+		if t.Examples, err = examples(ctx, tx, fmt.Sprintf("SELECT %[1]s, %[2]s::bigint FROM ONLY %[3]s WHERE %[2]s > $1 ORDER BY %[2]s DESC LIMIT %[4]d",
+			key, col, r.name, a.examples), c.Value); err != nil {
 			return t, err
 		}
 	}
 	return t, nil
 }
 
-// keyExpr is an expression naming a row: its primary key columns, or its ctid.
-func keyExpr(ctx context.Context, tx pgx.Tx, r relation) (string, error) {
-	rows, err := tx.Query(ctx, `
+type querier interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}
+
+// examples runs a query for rows as (key, epoch).
+func examples(ctx context.Context, q querier, sql string, args ...any) ([]auditExample, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (auditExample, error) {
+		var e auditExample
+		err := row.Scan(&e.Key, &e.Epoch)
+		return e, err
+	})
+	if out == nil {
+		out = []auditExample{}
+	}
+	return out, err
+}
+
+// keyExpr is an expression naming a row of the table oid: its primary key columns,
+// or its ctid.
+func keyExpr(ctx context.Context, q querier, oid uint32) (string, error) {
+	rows, err := q.Query(ctx, `
 		SELECT a.attname::text FROM pg_index i
 		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
 		WHERE i.indrelid = $1 AND i.indisprimary
-		ORDER BY array_position(i.indkey::int2[], a.attnum)`, r.oid)
+		ORDER BY array_position(i.indkey::int2[], a.attnum)`, oid)
 	if err != nil {
 		return "", err
 	}
