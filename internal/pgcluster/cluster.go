@@ -141,14 +141,10 @@ func launch(ctx context.Context, bin, dir string, port int, attr *syscall.SysPro
 	)
 	cmd.Dir, cmd.SysProcAttr = dir, attr
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	srv, err := startServer(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	srv := &server{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		srv.err = cmd.Wait()
-		close(srv.exited)
-	}()
 	c := &Cluster{dir: dir, port: port, bin: bin, attr: attr, server: srv}
 
 	if err := c.waitReady(ctx); err != nil {
@@ -165,17 +161,23 @@ func launch(ctx context.Context, bin, dir string, port int, attr *syscall.SysPro
 // waitReady connects through the Unix socket in the cluster's own directory,
 // so a foreign server that grabbed the port cannot be mistaken for ours.
 func (c *Cluster) waitReady(ctx context.Context) error {
+	return waitSocket(ctx, c.dir, c.port, c.server)
+}
+
+// waitSocket waits until the server srv, listening on port with its socket in
+// dir, accepts connections, or exits.
+func waitSocket(ctx context.Context, dir string, port int, srv *server) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	socketDSN := fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", c.dir, c.port)
+	socketDSN := fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", dir, port)
 	for {
 		conn, err := pgx.Connect(ctx, socketDSN)
 		if err == nil {
 			return conn.Close(ctx)
 		}
 		select {
-		case <-c.exited:
-			return fmt.Errorf("postgres exited: %v", c.err)
+		case <-srv.exited:
+			return fmt.Errorf("postgres exited: %v", srv.err)
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):

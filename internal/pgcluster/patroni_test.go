@@ -1,0 +1,92 @@
+package pgcluster
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func startPatroni(t *testing.T, o PatroniOptions) *Patroni {
+	t.Helper()
+	begin := time.Now()
+	p, err := StartPatroni(step(t, 90*time.Second), o)
+	if (errors.Is(err, ErrNoPatroni) || errors.Is(err, ErrNoServer)) && !ciMode() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	t.Logf("Patroni cluster of %d up in %v", len(p.Nodes()), time.Since(begin).Round(time.Millisecond))
+	return p
+}
+
+// TestPatroniFailover: the leader crashed, a replica takes over on a new
+// timeline, a patronictl failover moves the lead again, and the crashed node
+// comes back as a replica of the newest timeline (rewound).
+func TestPatroniFailover(t *testing.T) {
+	p := startPatroni(t, PatroniOptions{Nodes: 3})
+	leader, err := p.Leader(step(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := execSQL(step(t, 10*time.Second), leader.DSN("postgres"), "CREATE TABLE t (v int)", "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	tl1, _ := position(t, leader)
+
+	begin := time.Now()
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := p.WaitNewLeader(step(t, 60*time.Second), leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader %s killed: %s takes writes after %v", leader.Name(), next.Name(), time.Since(begin).Round(time.Millisecond))
+	tl2, standby := position(t, next)
+	if tl2 <= tl1 || standby {
+		t.Fatalf("new leader %s: timeline %d (standby %v); want a primary above timeline %d", next.Name(), tl2, standby, tl1)
+	}
+	// The multi-host string skips the dead node and the replica.
+	if err := execSQL(step(t, 10*time.Second), p.MultiHostDSN("postgres"), "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+
+	var third *PatroniNode
+	for _, n := range p.Nodes() {
+		if n != leader && n != next {
+			third = n
+		}
+	}
+	begin = time.Now()
+	if err := third.WaitStreaming(step(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s streams from %s after %v more", third.Name(), next.Name(), time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
+	if err := p.Failover(step(t, 60*time.Second), third); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("patronictl failover to %s: %v", third.Name(), time.Since(begin).Round(time.Millisecond))
+	tl3, _ := position(t, third)
+	if tl3 <= tl2 {
+		t.Fatalf("after the failover %s writes on timeline %d; want above %d", third.Name(), tl3, tl2)
+	}
+
+	begin = time.Now()
+	if err := leader.Start(step(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.WaitStreaming(step(t, 60*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("old leader %s restarted and streaming after %v", leader.Name(), time.Since(begin).Round(time.Millisecond))
+	if tl, standby := position(t, leader); tl != tl3 || !standby {
+		t.Errorf("old leader back: timeline %d (standby %v); want a replica on timeline %d", tl, standby, tl3)
+	}
+	var c int64
+	if err := queryRow(step(t, 10*time.Second), leader.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 2 {
+		t.Errorf("old leader back: %d rows, %v; want 2", c, err)
+	}
+}
