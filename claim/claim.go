@@ -278,6 +278,10 @@ func (l *Lease) notHeld(ctx context.Context, db DB, op, stmt string) error {
 	)
 	inspectError = db.QueryRowContext(claimctx.With(ctx), t.inspectSQL, id).Scan(&status, &stored, &exp, &avail, &now)
 	switch {
+	case errors.Is(inspectError, sql.ErrNoRows) && t.kind == "claim table":
+		// The claim table's row is the claim: gone, it was lost (the first claim
+		// of a job, in a failover to a standby that had not received it).
+		return l.movedBack(ctx, db, op, 0)
 	case errors.Is(inspectError, sql.ErrNoRows):
 		e.Reason = fmt.Sprintf("%s refused: job %v is no longer in the %s", op, id, t.kind)
 	case inspectError != nil:

@@ -124,7 +124,11 @@ type FailoverError struct {
 func (e *FailoverError) Error() string {
 	what := fmt.Sprintf("claim: %s of job %v in table %s at epoch %d: ", e.Op, e.JobID, e.Table, e.Epoch)
 	if e.HasStored {
-		what += fmt.Sprintf("the arbiter holds epoch %d for the job, below this claim's: the claim was lost", e.Stored)
+		if e.Stored == 0 {
+			what += "the arbiter holds no claim of the job: the claim was lost"
+		} else {
+			what += fmt.Sprintf("the arbiter holds epoch %d for the job, below this claim's: the claim was lost", e.Stored)
+		}
 		if e.Timeline > e.ClaimTimeline && e.ClaimTimeline > 0 {
 			what += fmt.Sprintf(" in a failover (claimed on timeline %d, the arbiter is now on timeline %d: its standby had not received the claim)", e.ClaimTimeline, e.Timeline)
 		} else {
