@@ -338,3 +338,115 @@ func execOn(ctx context.Context, n *pgcluster.Node, sql string) error {
 	_, err = c.Exec(ctx, sql)
 	return err
 }
+
+// TestFailoverSync: a primary with a synchronous standby, and a session that
+// turned synchronous_commit to local. Claims still wait for the standby: once the
+// standby stops receiving, a claim hangs and ends with ErrOutcomeUnknown, no lease;
+// after the failover every acknowledged claim is on the promoted standby, and no
+// epoch is handed out again. The statements before timelines, on the same session,
+// are acknowledged without the standby, lost, and handed out again.
+func TestFailoverSync(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rs := startReplicaSet(t, ctx, pgcluster.ReplicaOptions{Standbys: 1, Synchronous: true})
+	primary, standby := rs.Nodes()[0], rs.Nodes()[1]
+	cfg := claim.JobsConfig{Table: "jobs", RenewEvery: -1, Lease: time.Minute, Epochs: claim.PerJobEpoch}
+	now := newJobs(t, cfg)
+	strict := newJobs(t, claim.JobsConfig{Table: "jobs", RenewEvery: -1, Lease: time.Minute, Epochs: claim.PerJobEpoch, RequireSynchronousStandby: true})
+	cfg.Table = "jobs_legacy"
+	legacy, err := claim.NewJobsBeforeTimelines(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := execOn(ctx, primary, now.Schema()+legacy.Schema()+
+		`INSERT INTO jobs SELECT FROM generate_series(1, 4); INSERT INTO jobs_legacy SELECT FROM generate_series(1, 4);`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", rs.MultiHostDSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET synchronous_commit = local`); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]*claim.Lease{}
+	if acked["jobs 1"], err = strict.Claim(ctx, conn, int64(1)); err != nil {
+		t.Fatalf("a claim requiring a synchronous standby, with one attached: %v", err)
+	}
+	if acked["legacy 1"], err = legacy.Claim(ctx, conn, int64(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.CutReplication(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The standby receives nothing: a claim's commit waits for it.
+	hung, stop := context.WithTimeout(ctx, 2*time.Second)
+	_, err = now.Claim(hung, conn, int64(2))
+	stop()
+	if !errors.Is(err, claim.ErrOutcomeUnknown) {
+		t.Fatalf("a claim whose synchronous commit cannot complete: %v, want ErrOutcomeUnknown", err)
+	}
+	// Before timelines the session's local commit is honoured: acknowledged without
+	// the standby, and lost.
+	lost, err := legacyClaimLocal(ctx, db, legacy, 2)
+	if err != nil {
+		t.Fatalf("before timelines, synchronous_commit local: %v", err)
+	}
+	if err := primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range acked {
+		if l == nil {
+			continue
+		}
+		table := map[bool]string{true: "jobs_legacy", false: "jobs"}[strings.HasPrefix(name, "legacy")]
+		var stored int64
+		if err := queryOn(ctx, standby, fmt.Sprintf(`SELECT lease_epoch FROM %s WHERE id = $1`, table), &stored, l.JobID); err != nil || stored != l.Epoch {
+			t.Errorf("%s: the acknowledged claim at epoch %d is at %d on the promoted standby (%v)", name, l.Epoch, stored, err)
+		}
+	}
+	var next *claim.Lease
+	if err := retry(ctx, func() (err error) { next, err = now.Claim(ctx, db, int64(2)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer next.Stop()
+	if next.Epoch <= acked["jobs 1"].Epoch {
+		t.Errorf("after the failover job 2 drew %d, not above the acknowledged %d", next.Epoch, acked["jobs 1"].Epoch)
+	}
+	again, err := legacy.Claim(ctx, db, int64(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Stop()
+	if again.Epoch != lost.Epoch {
+		t.Errorf("before timelines: job 2 drew %d after the failover, the acknowledged lost claim had %d; expected it handed out again", again.Epoch, lost.Epoch)
+	}
+	// The promoted standby has no synchronous standby: a claim that requires one
+	// is refused and says why.
+	if _, err := strict.Claim(ctx, db, int64(3)); !errors.Is(err, claim.ErrNoSynchronousStandby) {
+		t.Errorf("a claim requiring a synchronous standby on the promoted standby: %v", err)
+	}
+}
+
+// legacyClaimLocal claims job in the format before timelines on a session with
+// synchronous_commit local.
+func legacyClaimLocal(ctx context.Context, db *sql.DB, j *claim.Jobs, job int) (*claim.Lease, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `SET synchronous_commit = local`); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return j.Claim(ctx, conn, int64(job))
+}
