@@ -108,6 +108,40 @@
 // job id in the claim table, under the same conditional-update discipline and
 // either epoch source, and acknowledges the message with the receipt.
 //
+// # Through a failover
+//
+// With asynchronous replication, a standby promoted after the primary died has
+// not received the primary's last transactions, and the claims among them are
+// gone: drawn as a plain counter, the promoted standby would hand the same epochs
+// out again, and a superseded execution's token would be as good as its
+// successor's. So every source draws above the floor of the arbiter's WAL
+// timeline, which a promotion moves past every timeline the cluster had:
+//
+//	GlobalEpoch:  timeline<<32 + nextval(sequence)
+//	CounterEpoch: timeline<<32 + the counter row's new value
+//	PerJobEpoch:  greatest(lease_epoch + 1, timeline<<32 + 1)
+//
+// An epoch drawn after a promotion is above every epoch drawn before it,
+// whatever the lost WAL held (up to 2^32 claims). Epochs drawn before this format
+// (below 2^32) are below every new one, so rows and live claims keep working;
+// sqlfence audit tells the two apart. Epochs stay one bigint: the first claim on a
+// new cluster (timeline 1) is 4294967297.
+//
+// A lease notices a failover: a renewal or claim check that finds the job's epoch
+// below its own (the claim was lost), or the arbiter on another timeline than the
+// claim's, stops the lease with a *FailoverError (ErrFailover, ErrLeaseLost; not
+// ErrFenced, since no newer claim superseded it), logs a warning and calls
+// JobsConfig.OnFailover. A claim whose connection is lost in flight returns
+// ErrOutcomeUnknown, never a lease.
+//
+// Claims, renewals, completions, releases and claim checks (and so steps,
+// successors and outbox messages, which run one) commit with synchronous_commit
+// on, whatever the session set: with a synchronous standby, none is acknowledged
+// before the standby has it, and a failover loses none.
+// RequireSynchronousStandby refuses claims while no synchronous standby is
+// attached (ErrNoSynchronousStandby). The README's "Failover and replication"
+// says what holds under each replication setting.
+//
 // # Claim-checked writes, and what fencing promises
 //
 // Lease.Context carries the claim (sqlfence.WithClaim), so every fenced write
