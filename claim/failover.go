@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/claimctx"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
@@ -208,10 +209,18 @@ func (t *table) noSyncStandby(ctx context.Context, db DB) error {
 
 // unknownOutcome wraps a claim's error when the connection was lost with the claim
 // in flight: the server may have committed it. A server's error (a *pgconn.PgError
-// other than a shutdown's) and an error pgx raised before sending are known not to
-// have claimed anything.
+// other than a shutdown's), a connection that could not be made, a session sqlfence
+// refused, and an error pgx raised before sending are known not to have claimed
+// anything.
 func unknownOutcome(err error, what string) error {
-	var pgErr *pgconn.PgError
+	var (
+		pgErr      *pgconn.PgError
+		connectErr *pgconn.ConnectError
+		refused    *sqlfence.Error
+	)
+	if errors.As(err, &connectErr) || errors.As(err, &refused) {
+		return err // nothing was sent: no connection, or sqlfence refused the session
+	}
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
