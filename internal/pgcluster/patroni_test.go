@@ -1,6 +1,7 @@
 package pgcluster
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -147,5 +148,53 @@ func TestPatroniFrozenLeader(t *testing.T) {
 	t.Logf("old leader %s thawed: a streaming replica after %v", leader.Name(), time.Since(begin).Round(time.Millisecond))
 	if err := queryRow(step(t, 10*time.Second), leader.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
 		t.Errorf("old leader rewound: %d rows, %v; want 1", c, err)
+	}
+}
+
+// TestPatroniSynchronous: under synchronous_mode_strict a commit waits for the
+// synchronous standby, so with its replication cut the commit hangs, and a
+// switchover hands the lead to that standby.
+func TestPatroniSynchronous(t *testing.T) {
+	p := startPatroni(t, PatroniOptions{Nodes: 2, SynchronousMode: true, SynchronousModeStrict: true})
+	leader, err := p.Leader(step(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := p.Members(step(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var standby *PatroniNode
+	for _, m := range members {
+		for _, n := range p.Nodes() {
+			if m.Role == "sync_standby" && m.Name == n.Name() {
+				standby = n
+			}
+		}
+	}
+	if standby == nil || standby == leader {
+		t.Fatalf("no synchronous standby besides leader %s: %+v", leader.Name(), members)
+	}
+	if err := execSQL(step(t, 10*time.Second), leader.DSN("postgres"), "CREATE TABLE t (v int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.CutReplication(step(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	err = execSQL(step(t, 2*time.Second), leader.DSN("postgres"), "INSERT INTO t VALUES (1)")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("commit with the synchronous standby cut off: %v; want it to hang until the deadline", err)
+	}
+	if err := standby.RestoreReplication(); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := p.Switchover(step(t, 60*time.Second), standby); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("patronictl switchover to %s: %v", standby.Name(), time.Since(begin).Round(time.Millisecond))
+	var c int64
+	if err := queryRow(step(t, 10*time.Second), standby.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
+		t.Errorf("new leader: %d rows, %v; want the row whose commit waited for it", c, err)
 	}
 }
