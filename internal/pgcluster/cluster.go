@@ -4,6 +4,11 @@
 //
 // The cluster trades durability for speed (fsync, synchronous_commit and
 // full_page_writes are off): its data is discarded on Stop anyway.
+//
+// For failover tests the package also runs replicated clusters on loopback: a
+// ReplicaSet (a primary and streaming standbys the test promotes, crashes and
+// freezes itself; replicaset.go, node.go) and a Patroni cluster (etcd and 2–3
+// Patroni nodes that elect their leader; patroni.go, patroni_node.go).
 package pgcluster
 
 import (

@@ -61,7 +61,9 @@ type Patroni struct {
 }
 
 // StartPatroni starts etcd and o.Nodes Patroni nodes and returns once there is a
-// leader that takes writes and every other node streams from it.
+// leader that takes writes, every other node streams from it, Patroni reports
+// every member running and, in synchronous mode, a synchronous standby. ctx
+// bounds only the start.
 func StartPatroni(ctx context.Context, o PatroniOptions) (*Patroni, error) {
 	o = o.withDefaults()
 	if o.Nodes < 2 || o.Nodes > 3 {
@@ -188,7 +190,27 @@ func (p *Patroni) start(ctx context.Context, o PatroniOptions, etcdBin string) e
 			}
 		}
 	}
-	return nil
+	// Patroni's view lags postgres': a replica that streams may still be
+	// "starting" to Patroni, and in synchronous_mode no replica is the
+	// synchronous standby yet (so commits do not wait, or under strict mode all
+	// wait). Tests start from the settled state.
+	return poll(ctx, "Patroni to settle", 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		members, err := p.Members(ctx)
+		if err != nil {
+			return false, err
+		}
+		settled, sync := 0, false
+		for _, m := range members {
+			if m.State == "running" || m.State == "streaming" {
+				settled++
+			}
+			sync = sync || m.Role == "sync_standby"
+		}
+		if settled != len(p.nodes) || (o.SynchronousMode && !sync) {
+			return false, fmt.Errorf("members %+v", members)
+		}
+		return true, nil
+	})
 }
 
 func (p *Patroni) etcdSection() map[string]any {

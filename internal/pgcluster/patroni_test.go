@@ -1,6 +1,7 @@
 package pgcluster
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -88,5 +89,112 @@ func TestPatroniFailover(t *testing.T) {
 	var c int64
 	if err := queryRow(step(t, 10*time.Second), leader.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 2 {
 		t.Errorf("old leader back: %d rows, %v; want 2", c, err)
+	}
+}
+
+// TestPatroniFrozenLeader: the replica cut off, a commit on the leader, the
+// leader frozen like a hung VM; the replica takes over without that commit, and
+// the old leader, thawed, is demoted and rewound into a replica of the new
+// timeline, the commit gone.
+func TestPatroniFrozenLeader(t *testing.T) {
+	p := startPatroni(t, PatroniOptions{Nodes: 2})
+	leader, err := p.Leader(step(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := p.Nodes()[0]
+	if replica == leader {
+		replica = p.Nodes()[1]
+	}
+	if err := execSQL(step(t, 10*time.Second), leader.DSN("postgres"), "CREATE TABLE t (v int)", "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	tl1, _ := position(t, leader)
+	if err := replica.CutReplication(step(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := execSQL(step(t, 10*time.Second), leader.DSN("postgres"), "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+
+	begin := time.Now()
+	if err := leader.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := p.WaitNewLeader(step(t, 60*time.Second), leader)
+	if err != nil {
+		leader.Thaw()
+		t.Fatal(err)
+	}
+	t.Logf("leader %s frozen: %s takes writes after %v", leader.Name(), next.Name(), time.Since(begin).Round(time.Millisecond))
+	if tl, _ := position(t, next); tl <= tl1 {
+		t.Errorf("new leader on timeline %d; want above %d", tl, tl1)
+	}
+	var c int64
+	if err := queryRow(step(t, 10*time.Second), next.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
+		t.Errorf("new leader: %d rows, %v; want 1 (the commit after the cut lost)", c, err)
+	}
+	if err := replica.RestoreReplication(); err != nil {
+		t.Error(err)
+	}
+
+	begin = time.Now()
+	if err := leader.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.WaitStreaming(step(t, 60*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("old leader %s thawed: a streaming replica after %v", leader.Name(), time.Since(begin).Round(time.Millisecond))
+	if err := queryRow(step(t, 10*time.Second), leader.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
+		t.Errorf("old leader rewound: %d rows, %v; want 1", c, err)
+	}
+}
+
+// TestPatroniSynchronous: under synchronous_mode_strict a commit waits for the
+// synchronous standby, so with its replication cut the commit hangs, and a
+// switchover hands the lead to that standby.
+func TestPatroniSynchronous(t *testing.T) {
+	p := startPatroni(t, PatroniOptions{Nodes: 2, SynchronousMode: true, SynchronousModeStrict: true})
+	leader, err := p.Leader(step(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := p.Members(step(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var standby *PatroniNode
+	for _, m := range members {
+		for _, n := range p.Nodes() {
+			if m.Role == "sync_standby" && m.Name == n.Name() {
+				standby = n
+			}
+		}
+	}
+	if standby == nil || standby == leader {
+		t.Fatalf("no synchronous standby besides leader %s: %+v", leader.Name(), members)
+	}
+	if err := execSQL(step(t, 10*time.Second), leader.DSN("postgres"), "CREATE TABLE t (v int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.CutReplication(step(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	err = execSQL(step(t, 2*time.Second), leader.DSN("postgres"), "INSERT INTO t VALUES (1)")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("commit with the synchronous standby cut off: %v; want it to hang until the deadline", err)
+	}
+	if err := standby.RestoreReplication(); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := p.Switchover(step(t, 60*time.Second), standby); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("patronictl switchover to %s: %v", standby.Name(), time.Since(begin).Round(time.Millisecond))
+	var c int64
+	if err := queryRow(step(t, 10*time.Second), standby.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
+		t.Errorf("new leader: %d rows, %v; want the row whose commit waited for it", c, err)
 	}
 }

@@ -84,6 +84,23 @@ func tree(roots ...int) (map[int]procInfo, error) {
 // stopped (kill only queues the signal), until a pass finds nothing new.
 func freezeTree(roots ...int) error {
 	stopped := map[int]bool{}
+	first := map[int]procInfo{}
+	all, err := listProcs()
+	if err != nil {
+		return err
+	}
+	for _, pid := range roots {
+		if p, ok := all[pid]; ok && !p.gone() {
+			first[pid] = p
+			stopped[pid] = true
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("pgcluster: SIGSTOP %d: %w", pid, err)
+			}
+		}
+	}
+	if err := waitStopped(first); err != nil {
+		return err
+	}
 	for pass := 0; pass < 50; pass++ {
 		procs, err := tree(roots...)
 		if err != nil {

@@ -44,6 +44,9 @@ type ReplicaSet struct {
 	attr  *syscall.SysProcAttr
 	runAs *account
 	nodes []*Node
+	// The postmasters are this process's children and die with it (Pdeathsig);
+	// the watchdog only removes the directory then.
+	watchdog *watchdog
 
 	stopOnce sync.Once
 }
@@ -124,6 +127,7 @@ func (r *ReplicaSet) start(ctx context.Context, o ReplicaOptions) error {
 	if err := r.chown(r.dir); err != nil {
 		return err
 	}
+	var dataDirs []string
 	for i := 0; i <= o.Standbys; i++ {
 		n := &Node{set: r, name: "node" + strconv.Itoa(i), dir: filepath.Join(r.dir, "node"+strconv.Itoa(i))}
 		if err := os.Mkdir(n.dir, 0o700); err != nil {
@@ -133,6 +137,11 @@ func (r *ReplicaSet) start(ctx context.Context, o ReplicaOptions) error {
 			return err
 		}
 		r.nodes = append(r.nodes, n)
+		dataDirs = append(dataDirs, n.data())
+	}
+	var err error
+	if r.watchdog, err = startWatchdog(r.dir, dataDirs); err != nil {
+		return err
 	}
 
 	primary := r.nodes[0]
@@ -241,6 +250,9 @@ func (r *ReplicaSet) Stop() {
 	r.stopOnce.Do(func() {
 		for _, n := range r.nodes {
 			n.Kill()
+		}
+		if r.watchdog != nil {
+			r.watchdog.fire()
 		}
 		os.RemoveAll(r.dir)
 	})

@@ -113,10 +113,11 @@ func TestReplicaSetFailover(t *testing.T) {
 	if primary.Running() {
 		t.Fatal("primary runs after Kill")
 	}
+	killed := time.Since(begin)
 	if err := standby.Promote(step(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kill + promote: %v", time.Since(begin).Round(time.Millisecond))
+	t.Logf("kill %v, promote %v", killed.Round(time.Millisecond), (time.Since(begin) - killed).Round(time.Millisecond))
 	if tl, sb := position(t, standby); tl != 2 || sb {
 		t.Fatalf("promoted standby: timeline %d, standby %v; want timeline 2 primary", tl, sb)
 	}
