@@ -8,3 +8,7 @@ const (
 	chaosWorkers = 4
 	chaosBatch   = 120 // jobs enqueued at a time, whenever fewer than half a batch remain
 )
+
+// patroniStrict: TestPatroniChaos also runs under synchronous_mode_strict (about
+// 100 s more).
+const patroniStrict = true

@@ -84,7 +84,11 @@ func TestPatroniChaos(t *testing.T) {
 		{"async", pgcluster.PatroniOptions{Nodes: 3}},
 		{"sync_strict", pgcluster.PatroniOptions{Nodes: 3, SynchronousMode: true, SynchronousModeStrict: true}},
 	} {
-		t.Run(mode.name, func(t *testing.T) { patroniChaos(t, mode.o, mode.name == "sync_strict") })
+		strict := mode.o.SynchronousModeStrict
+		if strict && !patroniStrict {
+			continue
+		}
+		t.Run(mode.name, func(t *testing.T) { patroniChaos(t, mode.o, strict) })
 	}
 }
 
@@ -225,7 +229,7 @@ func patroniChaos(t *testing.T, o pgcluster.PatroniOptions, strict bool) {
 			t.Fatal(err)
 		}
 		began = time.Now()
-		wait, waited := context.WithTimeout(ctx, time.Duration(2*max(o.TTL, 15)+30)*time.Second)
+		wait, waited := context.WithTimeout(ctx, time.Duration(max(o.TTL, 15)+25)*time.Second)
 		next, err = p.WaitNewLeader(wait, frozen)
 		waited()
 		if err := frozen.Thaw(); err != nil {
