@@ -281,3 +281,66 @@ func (f tracerFunc) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 }
 
 func (tracerFunc) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestConnectRefusesOtherCluster: a connector whose inner connector switches from one
+// real cluster to another (a restore, a DSN pointed elsewhere) refuses the second
+// cluster's sessions with SF708 and closes them, and goes on with the first's.
+func TestConnectRefusesOtherCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	db, c, tc, log, _ := historyDB(t)
+	dsnA := pgtest.NewDB(t) // on the same cluster as historyDB's
+	other, err := pgtest.Start(ctx)
+	if err != nil {
+		if errors.Is(err, pgtest.ErrNoServer) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Stop() })
+	otherDB, drop, err := pgtest.CreateDatabase(ctx, other.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop(context.WithoutCancel(ctx))
+	raw, err := sql.Open("pgx", otherDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, `CREATE TABLE inventory (sku text PRIMARY KEY, quantity int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
+		CREATE TABLE staging (n int)`); err != nil {
+		t.Fatal(err)
+	}
+	system := c.history.system
+
+	db.SetMaxIdleConns(0)
+	tc.use(t, otherDB)
+	_, err = db.ExecContext(ctx, `INSERT INTO staging VALUES (1)`)
+	e := wantCode(t, "a session on another cluster", err, rulecode.OtherCluster)
+	for _, want := range []string{"another cluster", "system identifier " + system, "timeline 1 at", "new connector or pool"} {
+		if !strings.Contains(e.Error(), want) {
+			t.Errorf("the message does not say %q: %v", want, e)
+		}
+	}
+	t.Log(e)
+	if !tc.last().closed.Load() {
+		t.Error("the refused connection was not closed")
+	}
+	if log.refused(rulecode.OtherCluster) != 1 {
+		t.Error("the observer did not hear the refusal once")
+	}
+	var n int
+	if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM staging`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the other cluster's staging holds %d rows (%v)", n, err)
+	}
+	if c.history.system != system {
+		t.Fatalf("the refused session changed the history's system identifier to %q", c.history.system)
+	}
+
+	// Back on the first cluster (another database of it: the same system identifier).
+	tc.use(t, dsnA)
+	if _, err := db.ExecContext(ctx, `SELECT 1`); err != nil {
+		t.Fatalf("the first cluster again: %v", err)
+	}
+}
