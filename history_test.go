@@ -105,6 +105,33 @@ func TestSessionSynchronousCommit(t *testing.T) {
 	}
 }
 
+// TestSessionSynchronousCommitDSN: the registered driver's DSN keeps options=-c …
+// as written when it takes the policy parameter out (pgx reads a '+' there as a plus
+// sign, so the DSN is not re-encoded): an early-commit setting in it is refused, and
+// a harmless one arrives.
+func TestSessionSynchronousCommitDSN(t *testing.T) {
+	dsn, _ := newRawDB(t, schema)
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		t.Skip("the test server's DSN is not a URL")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	open := func(options string) *sql.DB {
+		db, err := sql.Open("sqlfence", withParam(withParam(dsn, "sqlfence_policy", "testdata/sqlfence.yaml"), "options", options))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	_, err := open("-c%20synchronous_commit%3Doff").ExecContext(ctx, `SELECT 1`)
+	refusedWith(t, "options=-c synchronous_commit=off in the DSN", err, rulecode.SessionCommit)
+	var name string
+	if err := open("-c%20application_name%3Da+b").QueryRowContext(ctx, `SHOW application_name`).Scan(&name); err != nil || name != "a+b" {
+		t.Fatalf("options=-c application_name=a+b arrived as %q (%v)", name, err)
+	}
+}
+
 // TestSetSynchronousCommitOnServer: on a fenced connection every spelling that turns
 // synchronous_commit off or to local is refused (SF417) and not sent — the session
 // stays at on — while the durable values, DEFAULT and RESET run.
