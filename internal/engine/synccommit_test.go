@@ -24,6 +24,8 @@ func TestSynchronousCommit(t *testing.T) {
 		fn(1, "fast", "synchronous_commit=off"),
 		fn(2, "local_commit", "work_mem=64MB", "synchronous_commit=LOCAL"),
 		fn(3, "durable", "synchronous_commit=remote_apply"),
+		{OID: 4, Schema: "public", Name: "sneaky", Kind: "f", Volatility: "v", Language: "sql",
+			Definition: "CREATE FUNCTION public.sneaky() RETURNS text LANGUAGE sql AS $$ SELECT set_config('synchronous_commit', 'off', false) $$"},
 	}}, nil)
 	const sf417 = rulecode.SynchronousCommit
 	for _, c := range []struct {
@@ -86,6 +88,9 @@ func TestSynchronousCommit(t *testing.T) {
 		{catalog, "SELECT public.fast()", sf417},
 		{catalog, "SELECT local_commit()", sf417},
 		{catalog, "SELECT durable()", ""},
+		{catalog, "SELECT sneaky()", sf417}, // its body's set_config, judged like a statement
+		// pg_settings is set_config by another name: a write to a system relation.
+		{plain, "UPDATE pg_settings SET setting = 'off' WHERE name = 'synchronous_commit'", rulecode.SystemRelation},
 		// What stays allowed.
 		{plain, "SET synchronous_commit = on", ""},
 		{plain, "SET synchronous_commit = 'ON'", ""},

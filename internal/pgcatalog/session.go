@@ -21,12 +21,8 @@ type Session struct {
 
 // EarlyCommit reports whether the session's commits can return before a
 // synchronous standby has them (local), or before the WAL is flushed at all (off).
-func (s Session) EarlyCommit() bool { return EarlyCommitValue(s.SynchronousCommit) }
-
-// EarlyCommitValue reports whether value, as the server spells synchronous_commit,
-// is one of the two that acknowledge a commit early.
-func EarlyCommitValue(value string) bool {
-	return strings.EqualFold(value, "off") || strings.EqualFold(value, "local")
+func (s Session) EarlyCommit() bool {
+	return strings.EqualFold(s.SynchronousCommit, "off") || strings.EqualFold(s.SynchronousCommit, "local")
 }
 
 const sessionColumns = `, pg_catalog.current_setting('synchronous_commit')`
