@@ -79,6 +79,12 @@ func TestAllowlist(t *testing.T) {
 		{"SELECT set_config('client_encoding', 'UTF8', false)", "pass", ""},
 		{"SELECT set_config('standard_conforming_strings', $1, false)", "standard_conforming_strings", ""},
 		{"UPDATE pg_settings SET setting = 'off' WHERE name = 'standard_conforming_strings'", "pg_settings", ""},
+		// synchronous_commit: off and local acknowledge a commit before it is safe (SF417).
+		{"SET synchronous_commit = off", "synchronous_commit to off", ""},
+		{"SET LOCAL synchronous_commit TO 'LOCAL'", "synchronous_commit to LOCAL", ""},
+		{"SELECT set_config('synchronous_commit', 'off', false)", "failover", ""},
+		{"SET synchronous_commit = remote_apply", "pass", ""},
+		{"RESET synchronous_commit", "pass", ""},
 		{"UPDATE pg_catalog.pg_settings SET setting = 'SJIS' WHERE name = 'client_encoding'", "pg_settings", ""},
 		// SQL-level prepared statements.
 		{"PREPARE p AS SELECT 1", "PREPARE", ""},

@@ -28,7 +28,8 @@ type conn struct {
 	ddlPending bool
 
 	// params reports the server's settings (pgx only, else nil); broken is set once a
-	// pinned setting changed, and the connection is then never used again.
+	// pinned setting changed, or the connector saw a newer timeline than the session's
+	// (session), and the connection is then never used again.
 	params func(string) string
 	// pgxMode is the inner pgx connection's default exec mode (isPgx): read once,
 	// since pgx hands out its config only as a copy (protocol.go).
@@ -38,6 +39,9 @@ type conn struct {
 	// server is the server's version (server_version_num; 0 when the driver does not
 	// report it): a decision holds only on servers that read the text as the parser.
 	server int
+	// session refuses the connection once the connector has seen a newer timeline
+	// than its primary's (history.go); nil on a standby, or without pgx.
+	session *sessionCheck
 }
 
 // usable checks, before each statement, that the server still reads text as sqlfence
@@ -45,6 +49,8 @@ type conn struct {
 func (c *conn) usable(ctx context.Context, query string) error {
 	if c.broken == nil && c.params != nil {
 		if err := checkPinned(c.params); err != nil {
+			c.broken = err
+		} else if err := c.session.stale(); err != nil {
 			c.broken = err
 		}
 	}

@@ -75,16 +75,33 @@ var (
 )
 
 // Connect opens a connection of the inner connector and, before any statement is
-// decided on it, readies the fence over it the first time (the claim tables' schemas
-// on pgx, the catalog under resolve: catalog), then refuses a session whose settings
-// read text differently. Other drivers' sessions are asked nothing the policy does
-// not need: a test fake or go-sqlmock sees only the application's statements.
+// decided on it, on pgx checks where its server stands (a server behind the history
+// this connector has seen, of another cluster, or a session that commits early is
+// refused and closed: history.go), readies the fence over it the first time (the
+// claim tables' schemas on pgx, the catalog under resolve: catalog), then refuses a
+// session whose settings read text differently. Other drivers' sessions are asked
+// nothing the policy does not need: a test fake or go-sqlmock sees only the
+// application's statements.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	ic, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	params := statusOf(ic)
+	var chk *sessionCheck
+	if params != nil {
+		// Where the server stands, before anything is read on it (history.go): one
+		// query per connection, on pgx only.
+		q, ok := ic.(driver.QueryerContext)
+		if !ok {
+			ic.Close()
+			return nil, errors.New("sqlfence: a pgx connection that does not implement QueryerContext")
+		}
+		if chk, err = c.session(ctx, queryerQuerier(q)); err != nil {
+			ic.Close()
+			return nil, err
+		}
+	}
 	if params != nil || c.base.ResolveCatalog {
 		q, ok := ic.(driver.QueryerContext)
 		if !ok {
@@ -96,7 +113,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params}
+	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params, session: chk}
 	cn.isPgx, cn.pgxMode = defaultMode(ic)
 	if cn.params != nil {
 		cn.server = engine.ServerVersionNum(cn.params("server_version"))
@@ -119,6 +136,13 @@ func (c *connector) dialCatalog(ctx context.Context) (front.Querier, func(), err
 	if !ok {
 		ic.Close()
 		return nil, nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
+	}
+	if statusOf(ic) != nil {
+		// The catalog is read only from a server the history admits.
+		if _, err := c.session(ctx, queryerQuerier(q)); err != nil {
+			ic.Close()
+			return nil, nil, err
+		}
 	}
 	return queryerQuerier(q), func() { ic.Close() }, nil
 }

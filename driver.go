@@ -198,13 +198,26 @@ func splitPolicyParam(dsn string) (path, rest string, err error) {
 			}
 			return "", "", fmt.Errorf("sqlfence: bad DSN: %w", err)
 		}
-		q := u.Query()
-		path = q.Get(PolicyParam)
-		if !q.Has(PolicyParam) {
+		// The other parameters are kept byte for byte: pgx reads them as libpq does,
+		// where '+' is a plus sign, so re-encoding them (url.Values.Encode writes a
+		// space as '+') would turn options=-c%20a=b into "-c+a=b".
+		var kept []string
+		found := false
+		for pair := range strings.SplitSeq(u.RawQuery, "&") {
+			rawKey, rawValue, _ := strings.Cut(pair, "=")
+			if key, err := url.QueryUnescape(rawKey); err == nil && key == PolicyParam {
+				found = true
+				if path, err = url.QueryUnescape(rawValue); err != nil {
+					return "", "", fmt.Errorf("sqlfence: bad DSN: %s: %w", PolicyParam, err)
+				}
+				continue
+			}
+			kept = append(kept, pair)
+		}
+		if !found {
 			return "", dsn, nil
 		}
-		q.Del(PolicyParam)
-		u.RawQuery = q.Encode()
+		u.RawQuery = strings.Join(kept, "&")
 		return path, u.String(), nil
 	}
 	// keyword=value pairs separated by spaces; values may be single-quoted with \' and \\.

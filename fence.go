@@ -67,6 +67,9 @@ type fence struct {
 	// again (the database/sql connector sets it): outside the application's
 	// transaction, whose snapshot may predate the DDL, and free of its aborted state.
 	dial func(ctx context.Context) (front.Querier, func(), error)
+
+	// history is where the servers this connector used stood (history.go).
+	history history
 }
 
 var _ front.Fence = (*fence)(nil)

@@ -59,8 +59,9 @@ func (o Outcome) String() string {
 // An Event is one thing sqlfence did, handed to the function given to [WithObserver].
 // Statements are observed where sqlfence sees them: every Exec and Query, a Prepare it
 // refuses, and each execution of a prepared protected write; so are a connection
-// refused at connect (its session reads text differently) and [RawConn]'s answers,
-// without a statement.
+// refused at connect (its session reads text differently, its server is behind the
+// connector's history or of another cluster, its synchronous_commit is off or local),
+// and [RawConn]'s answers, without a statement.
 type Event struct {
 	Outcome Outcome
 	// Shadow: the policy says `enforce: shadow`, so the statement was sent as the

@@ -77,6 +77,9 @@ func TestObserverAndShadow(t *testing.T) {
 
 	shadow := policy(t, "version: 1\nresolve: none\nenforce: shadow\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
 	s := f.conn(t, shadow, pgx.QueryExecModeCacheStatement)
+	if _, err := s.Exec(ctx, `SELECT 1`); err != nil { // the session's check (session.go) goes out with its first statement
+		t.Fatal(err)
+	}
 	f.tr.take()
 	if _, err := s.Exec(ctx, `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`); err != nil {
 		t.Fatalf("shadow mode: %v", err)

@@ -40,12 +40,25 @@ func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) { return p.BeginTx(ctx, pgx.TxOptions{}) }
 
 // BeginTx is pgxpool.Pool.BeginTx: the transaction's statements are fenced.
+// The connection is checked before BEGIN is sent (session.go), and is the
+// transaction's until it ends, as with pgxpool.
 func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
-	tx, err := p.pool.BeginTx(ctx, opts)
+	pc, t, err := p.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return newTx(p.fe, tx, nil, p.pool), nil
+	if err := p.fe.session(ctx, t); err != nil {
+		release(ctx, pc, err)
+		return nil, err
+	}
+	tx, err := pc.Conn().BeginTx(ctx, opts)
+	if err != nil {
+		pc.Release()
+		return nil, err
+	}
+	ftx := newTx(p.fe, tx, nil, p.pool)
+	ftx.done = func(err error) { release(ctx, pc, err) }
+	return ftx, nil
 }
 
 // Ping is pgxpool.Pool.Ping.
@@ -75,6 +88,9 @@ func (c *Conn) Begin(ctx context.Context) (pgx.Tx, error) { return c.BeginTx(ctx
 
 // BeginTx is pgx.Conn.BeginTx: the transaction's statements are fenced.
 func (c *Conn) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	if err := c.fe.session(ctx, c.target()); err != nil {
+		return nil, err // before BEGIN is sent (session.go)
+	}
 	tx, err := c.conn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ package pgxfence
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,14 @@ type fence struct {
 	f     front.Fence
 	ready atomic.Bool // Ready succeeded: resolve: catalog has been read
 	mode  pgx.QueryExecMode
+	// key names this fence's record of each connection's session in the
+	// connection's PgConn.CustomData (session.go): unique to the fence, so that two
+	// fences over one pool each check a connection against their own history.
+	key string
 }
+
+// fenceKeys numbers the fences made, for their keys.
+var fenceKeys atomic.Uint64
 
 func open(p *sqlfence.Policy, opts []sqlfence.ConnectorOption, mode pgx.QueryExecMode) (*fence, error) {
 	if p == nil {
@@ -38,7 +46,7 @@ func open(p *sqlfence.Policy, opts []sqlfence.ConnectorOption, mode pgx.QueryExe
 	if err != nil {
 		return nil, err
 	}
-	return &fence{f: f, mode: mode}, nil
+	return &fence{f: f, mode: mode, key: "sqlfence/session/" + strconv.FormatUint(fenceKeys.Add(1), 10)}, nil
 }
 
 // Pool is a *pgxpool.Pool whose statements are fenced.
@@ -135,15 +143,25 @@ func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, target, error) {
 	return pc, target{conn: c, status: c.PgConn().ParameterStatus, run: c}, nil
 }
 
-// release returns pc to the pool; a connection refused for its settings is closed
-// first so that the pool destroys it.
+// release returns pc to the pool; a connection refused for its session (its
+// settings, its server's place in the cluster's history) is closed first so that the
+// pool destroys it.
 func release(ctx context.Context, pc *pgxpool.Conn, err error) {
 	if err != nil {
-		if fe := (*sqlfence.Error)(nil); errors.As(err, &fe) && fe.Code == rulecode.SessionSettings {
+		if fe := (*sqlfence.Error)(nil); errors.As(err, &fe) && sessionRefusal(fe.Code) {
 			pc.Conn().Close(context.WithoutCancel(ctx))
 		}
 	}
 	pc.Release()
+}
+
+// sessionRefusal reports the codes that refuse a connection rather than a statement.
+func sessionRefusal(code string) bool {
+	switch code {
+	case rulecode.SessionSettings, rulecode.BehindHistory, rulecode.OtherCluster, rulecode.SessionCommit:
+		return true
+	}
+	return false
 }
 
 func (c *Conn) target() target {

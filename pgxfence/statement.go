@@ -101,9 +101,12 @@ func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, 
 	return fe.bind(ctx, t, sql, args, kind)
 }
 
-// usable readies the fence (resolve: catalog) and checks the session's settings,
-// once per statement or batch.
+// usable checks the session (session.go), readies the fence (resolve: catalog) and
+// checks the session's settings, once per statement or batch.
 func (fe *fence) usable(ctx context.Context, t target, sql string) error {
+	if err := fe.session(ctx, t); err != nil {
+		return err
+	}
 	if !fe.ready.Load() {
 		if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
 			return err

@@ -125,9 +125,13 @@ func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment
 	what := funcWhat(f)
 	for _, c := range f.Config {
 		name, value, _ := strings.Cut(c, "=")
-		if !settingAllowed(name) && !setsPinnedValue(&pg.VariableSetStmt{Kind: pg.VariableSetKind_VAR_SET_VALUE, Name: strings.ToLower(name),
-			Args: []*pg.Node{pg.MakeAConstStrNode(value, 0)}}) {
+		set := &pg.VariableSetStmt{Kind: pg.VariableSetKind_VAR_SET_VALUE, Name: strings.ToLower(name), Args: []*pg.Node{pg.MakeAConstStrNode(value, 0)}}
+		if !settingAllowed(name) && !setsPinnedValue(set) {
 			j.err = refuseSetting(name, "SET")
+		} else {
+			j.err = refuseEarlyCommit(set, "SET")
+		}
+		if j.err != nil {
 			j.err.Reason = what + " has a SET clause: " + j.err.Reason
 			break
 		}

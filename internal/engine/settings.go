@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -106,9 +107,74 @@ func admitSetting(s *pg.VariableSetStmt) *Error {
 		return refuseSetting(s.Name, "RESET")
 	}
 	if settingAllowed(s.Name) || setsPinnedValue(s) {
-		return nil
+		return refuseEarlyCommit(s, "SET")
 	}
 	return refuseSetting(s.Name, "SET")
+}
+
+// SynchronousCommit is the setting that decides when a commit is acknowledged.
+const SynchronousCommit = "synchronous_commit"
+
+// durableCommit are the values of synchronous_commit (as the server compares them,
+// case-insensitively) at which a commit returns only once its WAL is flushed on the
+// server, and on a synchronous standby where there is one: on, remote_apply,
+// remote_write, and on's other spellings. The rest — off, local, their spellings
+// (false, no, 0), and anything the server would reject — are refused.
+var durableCommit = map[string]bool{"on": true, "true": true, "yes": true, "1": true, "remote_apply": true, "remote_write": true}
+
+// refuseEarlyCommit refuses s when it sets synchronous_commit to a value that
+// acknowledges a commit early (off, local), or to one sqlfence cannot read: a claim
+// or a fenced write acknowledged then can be lost in a crash or failover, and the lost
+// claim's epoch issued again. nil for every other setting, for DEFAULT (the server's
+// default, which the connectors check at connect), and for a durable value.
+func refuseEarlyCommit(s *pg.VariableSetStmt, how string) *Error {
+	if !strings.EqualFold(s.Name, SynchronousCommit) {
+		return nil
+	}
+	value := ""
+	switch s.Kind {
+	case pg.VariableSetKind_VAR_SET_DEFAULT, pg.VariableSetKind_VAR_RESET:
+		return nil
+	case pg.VariableSetKind_VAR_SET_VALUE:
+		if len(s.Args) == 1 {
+			if c := s.Args[0].GetAConst(); c != nil {
+				switch v := c.Val.(type) {
+				case *pg.A_Const_Sval:
+					value = v.Sval.GetSval()
+				case *pg.A_Const_Ival:
+					value = strconv.FormatInt(int64(v.Ival.GetIval()), 10)
+				case *pg.A_Const_Boolval:
+					value = strconv.FormatBool(v.Boolval.GetBoolval())
+				}
+			}
+		}
+	}
+	if durableCommit[strings.ToLower(value)] {
+		return nil
+	}
+	return refuseEarlyCommitValue(value, how)
+}
+
+// refuseEarlyCommitValue is the refusal for setting synchronous_commit to value (""
+// when sqlfence cannot read it).
+func refuseEarlyCommitValue(value, how string) *Error {
+	const fix = "keep synchronous_commit at on, remote_apply or remote_write (RESET synchronous_commit and SET … TO DEFAULT return to the server's default, which must be one of them); " +
+		"a batch that may lose its last commits belongs on a connection without sqlfence, writing no protected or claim table"
+	what := how + " of synchronous_commit"
+	var why string
+	switch strings.ToLower(value) {
+	case "":
+		return refuse(rulecode.SynchronousCommit, nil, what+" to a value sqlfence cannot read is not run on a fenced connection: at off or local a commit is acknowledged before it is safe",
+			"write the value as a string literal ('on', 'remote_apply' or 'remote_write')")
+	case "local":
+		why = "at local a commit is acknowledged once it is flushed on the primary, before the synchronous standbys have it, so a failover can lose it"
+	case "off", "false", "no", "0":
+		why = "at " + value + " a commit is acknowledged before its WAL is flushed, so a crash or a failover can lose it"
+	default:
+		why = "it is not one of the values at which a commit is acknowledged only once it is safe"
+	}
+	return refuse(rulecode.SynchronousCommit, nil, what+" to "+value+" is not run on a fenced connection: "+why+
+		", and a claim lost that way lets its epoch be issued again to another holder while the first one's writes stand", fix)
 }
 
 // setsPinnedValue reports whether s sets standard_conforming_strings or
@@ -153,6 +219,9 @@ func admitSetConfig(args []*pg.Node) *Error {
 	}
 	name := c.GetSval().GetSval()
 	if settingAllowed(name) {
+		if strings.EqualFold(name, SynchronousCommit) {
+			return admitSetConfigCommit(args[1:])
+		}
 		return nil
 	}
 	if len(args) > 1 {
@@ -162,6 +231,25 @@ func admitSetConfig(args []*pg.Node) *Error {
 		}
 	}
 	return refuseSetting(name, "set_config")
+}
+
+// admitSetConfigCommit judges the value of set_config('synchronous_commit', value, …):
+// a string literal of a durable value, or NULL (set_config's reset to the default).
+func admitSetConfigCommit(rest []*pg.Node) *Error {
+	if len(rest) > 0 {
+		if c := rest[0].GetAConst(); c != nil {
+			if c.Isnull {
+				return nil
+			}
+			if v, ok := c.Val.(*pg.A_Const_Sval); ok {
+				if durableCommit[strings.ToLower(v.Sval.GetSval())] {
+					return nil
+				}
+				return refuseEarlyCommitValue(v.Sval.GetSval(), "set_config")
+			}
+		}
+	}
+	return refuseEarlyCommitValue("", "set_config")
 }
 
 // guardRoutines are the routines sqlfence guard installs in its schema, sqlfence:

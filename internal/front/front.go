@@ -7,6 +7,8 @@
 // errors, the observer's events and shadow mode — is behind Fence, implemented once
 // in package sqlfence. A third front is a file that calls these methods in order:
 //
+//	chk, err := f.Session(ctx, q)      // once per new session, before anything else
+//	err = chk()                        // before each later statement, when chk is not nil
 //	f.Ready(ctx, q)                    // before each statement: resolve: catalog, read when stale
 //	err := f.Usable(ctx, status, sql)  // the session reads text as sqlfence parses it
 //	c, err := f.Bind(ctx, sql, args)   // what to send: c.Send with c.Args, or an error
@@ -33,6 +35,17 @@ type Querier = engine.Querier
 
 // Fence is one connector's sqlfence.
 type Fence interface {
+	// Session checks a new session once, before its first statement (BEGIN
+	// included) and before Ready reads anything on it, in one query: a server behind
+	// the history the connector has seen (an older timeline, or a primary behind
+	// WAL already written on its timeline), of another cluster, or whose session
+	// commits before it is safe (synchronous_commit off or local) is refused with
+	// the *sqlfence.Error to return; the front must then close the connection, never
+	// hand it out again. Otherwise the session's position is part of the history.
+	// check, when not nil, is called before each later statement on the session (an
+	// atomic load): it refuses the session once the connector has seen a newer
+	// timeline than its primary's, and the front then closes it as well.
+	Session(ctx context.Context, q Querier) (check func() error, err error)
 	// Ready reads the catalog through q when the policy says resolve: catalog and
 	// it has not been read yet. No statement may be decided before it succeeds.
 	// Called before each statement, it also reads the catalog again when it may

@@ -95,16 +95,23 @@ const (
 // file's functions (some managed services revoke them) gets a position without
 // System or, on a standby, Timeline.
 func ReadPosition(ctx context.Context, query QueryFunc) (Position, error) {
-	rows, err := query(ctx, positionSQL)
+	p, _, err := readPosition(ctx, query, "")
+	return p, err
+}
+
+// readPosition is ReadPosition with more columns after the position's (extra: ", "
+// and their expressions), returned as they were read.
+func readPosition(ctx context.Context, query QueryFunc, extra string) (Position, []any, error) {
+	rows, err := query(ctx, positionSQL+extra)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == insufficientPrivs {
-		rows, err = query(ctx, positionNoSysSQL)
+		rows, err = query(ctx, positionNoSysSQL+extra)
 	}
 	if err != nil {
-		return Position{}, err
+		return Position{}, nil, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 4 {
-		return Position{}, fmt.Errorf("pgcatalog: position query returned %v", rows)
+	if len(rows) != 1 || len(rows[0]) < 4 {
+		return Position{}, nil, fmt.Errorf("pgcatalog: position query returned %v", rows)
 	}
 	var p Position
 	r := rows[0]
@@ -120,10 +127,10 @@ func ReadPosition(ctx context.Context, query QueryFunc) (Position, error) {
 	}
 	if s, ok := r[3].(string); ok {
 		if p.LSN, err = ParseLSN(s); err != nil {
-			return Position{}, err
+			return Position{}, nil, err
 		}
 	}
-	return p, nil
+	return p, r[4:], nil
 }
 
 // ParseLSN reads a pg_lsn's text form ("16/B374D848").

@@ -2,8 +2,10 @@
 // directory, a server on a free loopback port, and everything deleted on Stop. The
 // demo uses it when it is given no database, and internal/pgtest wraps it for tests.
 //
-// The cluster trades durability for speed (fsync, synchronous_commit and
-// full_page_writes are off): its data is discarded on Stop anyway.
+// The cluster trades durability for speed (fsync and full_page_writes are off): its
+// data is discarded on Stop anyway. synchronous_commit stays on: sqlfence refuses a
+// session whose commits are acknowledged early (SF709), and with fsync off a commit
+// costs no flush either way.
 //
 // For failover tests the package also runs replicated clusters on loopback: a
 // ReplicaSet (a primary and streaming standbys the test promotes, crashes and
@@ -139,7 +141,6 @@ func launch(ctx context.Context, bin, dir string, port int, attr *syscall.SysPro
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+dir,
 		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
 		"-c", "logging_collector=off",

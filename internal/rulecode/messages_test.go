@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -46,6 +47,8 @@ var notRendered = map[string]string{
 	rulecode.CatalogUnreadable:   "needs a role without access to pg_catalog: catalog_policy_test.go in the root package produces it",
 	rulecode.CatalogChanged:      "needs DDL from another session between the decision and the write, with the guard installed: catalog_fresh_test.go produces it",
 	rulecode.DynamicWrite:        "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
+	rulecode.BehindHistory:       "needs a server on an older timeline than one the connector used (a promotion): history_db_test.go in the root package produces it, the history taught synthetically",
+	rulecode.OtherCluster:        "needs a second cluster: history_db_test.go in the root package produces it (TestConnectRefusesOtherCluster)",
 }
 
 const policyYAML = `version: 1
@@ -81,6 +84,8 @@ var planned = []struct{ situation, policy, query string }{
 	{"a function in a language sqlfence cannot read, under ddl: allow", "allow", `CREATE FUNCTION f() RETURNS void LANGUAGE c AS 'x', 'y'`},
 	{"a role default, under ddl: allow", "allow", `ALTER ROLE app SET search_path = x`},
 	{"a setting not on the harmless list", "", `SET session_replication_role = replica`},
+	{"synchronous_commit turned off", "", `SET synchronous_commit = off`},
+	{"synchronous_commit set to local through set_config", "", `SELECT set_config('synchronous_commit', 'local', true)`},
 	{"SQL-level PREPARE", "", `PREPARE p AS UPDATE inventory SET quantity = 0`},
 	{"COPY to a server file", "", `COPY inventory TO '/tmp/x'`},
 	{"TRUNCATE … CASCADE", "", `TRUNCATE staging CASCADE`},
@@ -191,7 +196,7 @@ func ran(t *testing.T, add func(string, error)) []message {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	open := func(y string) *sql.DB {
+	open := func(y string, options ...string) *sql.DB {
 		t.Helper()
 		path := t.TempDir() + "/sqlfence.yaml"
 		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
@@ -203,7 +208,11 @@ func ran(t *testing.T, add func(string, error)) []message {
 			}
 			return a
 		}}))
-		c, err := sqlfence.OpenConnector(dsn+"&sqlfence_policy="+path, sqlfence.WithLogger(logger))
+		params := "&sqlfence_policy=" + path
+		for _, o := range options {
+			params += "&options=" + strings.ReplaceAll(url.QueryEscape(o), "+", "%20") // pgx reads '+' as itself, as libpq does
+		}
+		c, err := sqlfence.OpenConnector(dsn+params, sqlfence.WithLogger(logger))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,6 +315,8 @@ func ran(t *testing.T, add func(string, error)) []message {
 	add("a protected table without its epoch column", exec(nocol, sqlfence.WithEpoch(ctx, 8), `SELECT 1`))
 	noversion := open("version: 1\ntables: [inventory]\n")
 	add("a fenced write on a database without the catalog version (no guard installed)", exec(noversion, sqlfence.WithEpoch(ctx, 8), `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`))
+	early := open("version: 1\ncatalog_refresh: 1h\ntables: [inventory]\n", "-c synchronous_commit=off")
+	add("a session started with options=-c synchronous_commit=off", exec(early, ctx, `SELECT 1`))
 	return logged
 }
 

@@ -53,6 +53,7 @@ const (
 	UnreadableBody    = "SF414"
 	DynamicSQL        = "SF415"
 	BodyWrites        = "SF416"
+	SynchronousCommit = "SF417"
 	CascadingKey      = "SF501"
 	Trigger           = "SF502"
 	Rule              = "SF503"
@@ -73,6 +74,9 @@ const (
 	SessionSettings     = "SF704"
 	GuardMarker         = "SF705"
 	ServerVersion       = "SF706"
+	BehindHistory       = "SF707"
+	OtherCluster        = "SF708"
+	SessionCommit       = "SF709"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -143,6 +147,7 @@ var All = []Info{
 	{UnreadableBody, KindRefused, "a DO block or routine body sqlfence cannot read"},
 	{DynamicSQL, KindRefused, "a body that runs dynamic SQL (EXECUTE)"},
 	{BodyWrites, KindRefused, "a body or rule that writes a protected table"},
+	{SynchronousCommit, KindRefused, "setting synchronous_commit to off or local, which acknowledge a commit before it is safe"},
 	{CascadingKey, KindRefused, "a foreign key action cascades into a protected table"},
 	{Trigger, KindRefused, "a trigger can change the epoch column, redirect the write, or write unfenced"},
 	{Rule, KindRefused, "a rule replaces or extends the write with unfenced statements"},
@@ -162,6 +167,9 @@ var All = []Info{
 	{SessionSettings, KindRefused, "the session reads text differently from sqlfence"},
 	{GuardMarker, KindRefused, "the text carries the guard's marker, which only sqlfence may write"},
 	{ServerVersion, KindRefused, "a construct the connection's server version reads differently from sqlfence's parser"},
+	{BehindHistory, KindRefused, "a server behind one this connector already used (an older timeline)"},
+	{OtherCluster, KindRefused, "a server of another cluster (system identifier)"},
+	{SessionCommit, KindRefused, "a session whose synchronous_commit is off or local"},
 	{CheckUnfencedWrite, KindCheck, "a write to a protected table outside the driver, not fenced by hand"},
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},

@@ -86,7 +86,10 @@ SET work_mem = '64MB'
 SET jit = off
 
 --! name: session-synchronous-commit
-SET synchronous_commit = off
+SET synchronous_commit = remote_apply
+
+--! name: session-synchronous-commit-reset
+RESET synchronous_commit
 
 --! name: session-client-min-messages
 SET client_min_messages = warning
