@@ -191,6 +191,9 @@ func TestFailoverAsync(t *testing.T) {
 	}
 	fenced := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), pol))
 	defer fenced.Close()
+	if err := fenced.PingContext(ctx); err != nil { // the connector's first position: timeline 1
+		t.Fatal(err)
+	}
 
 	// Replicated: job 1 claimed and completed, job 2 claimed and held.
 	type held struct{ live, lost, orphan *claim.Lease }
@@ -326,6 +329,26 @@ func TestFailoverAsync(t *testing.T) {
 				t.Errorf("renewal of a live claim across the failover: %v, want a *FailoverError from timeline 1 to 2", err)
 			}
 		})
+	}
+	oldPrimaryBack(t, ctx, primary, fenced)
+}
+
+// (after the cases) The old primary restarted without a rewind serves its own
+// timeline 1 and takes writes; the multi-host DSN lists it first. The connector,
+// which has used timeline 2, refuses it before any statement.
+func oldPrimaryBack(t *testing.T, ctx context.Context, old *pgcluster.Node, fenced *sql.DB) {
+	t.Helper()
+	if err := old.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pos, err := old.Position(ctx); err != nil || pos.Timeline != 1 || pos.Standby {
+		t.Fatalf("the old primary restarted at %v (%v), want a primary on timeline 1", pos, err)
+	}
+	fenced.SetMaxIdleConns(0) // the next statement opens a new session, on the old primary
+	_, err := fenced.ExecContext(ctx, `SELECT 1`)
+	var fe *sqlfence.Error
+	if !errors.As(err, &fe) || fe.Code != "SF707" || !strings.Contains(err.Error(), "timeline 1") || !strings.Contains(err.Error(), "timeline 2") {
+		t.Fatalf("a session on the old primary, through the connector that used timeline 2: %v, want SF707 naming both timelines", err)
 	}
 }
 
