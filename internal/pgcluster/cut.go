@@ -24,6 +24,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -86,4 +88,32 @@ func (c *walsenderCut) restore() error {
 		return fmt.Errorf("pgcluster: continue walsender %d: %w", c.pid, err)
 	}
 	return nil
+}
+
+// cutOff is CutReplication of a node named name at dsn, whose cluster's servers
+// listen on ports; mu guards the node's cut.
+func cutOff(ctx context.Context, mu *sync.Mutex, cut **walsenderCut, name, dsn string, ports []int) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if *cut != nil {
+		return fmt.Errorf("pgcluster: %s is already cut off", name)
+	}
+	c, err := stopWalsender(ctx, dsn, name, func(port int) bool { return slices.Contains(ports, port) })
+	if err != nil {
+		return err
+	}
+	*cut = c
+	return nil
+}
+
+// restoreCut is RestoreReplication: it ends the node's cut, if any.
+func restoreCut(mu *sync.Mutex, cut **walsenderCut) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if *cut == nil {
+		return nil
+	}
+	err := (*cut).restore()
+	*cut = nil
+	return err
 }

@@ -227,38 +227,16 @@ func waitWritable(ctx context.Context, dsn, name string) error {
 //
 // The cut lasts until RestoreReplication, Follow, or a restart of either side.
 func (n *Node) CutReplication(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut != nil {
-		return fmt.Errorf("pgcluster: %s is already cut off", n.name)
+	ports := make([]int, len(n.set.nodes))
+	for i, m := range n.set.nodes {
+		ports[i] = m.port
 	}
-	c, err := stopWalsender(ctx, n.DSN("postgres"), n.name, func(port int) bool {
-		for _, m := range n.set.nodes {
-			if m.port == port {
-				return true
-			}
-		}
-		return false
-	})
-	if err != nil {
-		return err
-	}
-	n.cut = c
-	return nil
+	return cutOff(ctx, &n.mu, &n.cut, n.name, n.DSN("postgres"), ports)
 }
 
 // RestoreReplication ends CutReplication: the walsender continues and the
 // standby catches up. Without a cut it does nothing.
-func (n *Node) RestoreReplication() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut == nil {
-		return nil
-	}
-	err := n.cut.restore()
-	n.cut = nil
-	return err
-}
+func (n *Node) RestoreReplication() error { return restoreCut(&n.mu, &n.cut) }
 
 // Follow points this standby at newPrimary (primary_conninfo with ALTER SYSTEM,
 // which a reload applies: the walreceiver restarts) and waits until it streams

@@ -194,37 +194,15 @@ func (n *PatroniNode) Thaw() error {
 // the walsender (RestoreReplication) before a switchover: a stopped walsender
 // would hold up the old leader's shutdown.
 func (n *PatroniNode) CutReplication(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut != nil {
-		return fmt.Errorf("pgcluster: %s is already cut off", n.name)
+	ports := make([]int, len(n.p.nodes))
+	for i, m := range n.p.nodes {
+		ports[i] = m.pgPort
 	}
-	c, err := stopWalsender(ctx, n.DSN("postgres"), n.name, func(port int) bool {
-		for _, m := range n.p.nodes {
-			if m.pgPort == port {
-				return true
-			}
-		}
-		return false
-	})
-	if err != nil {
-		return err
-	}
-	n.cut = c
-	return nil
+	return cutOff(ctx, &n.mu, &n.cut, n.name, n.DSN("postgres"), ports)
 }
 
 // RestoreReplication ends CutReplication. Without a cut it does nothing.
-func (n *PatroniNode) RestoreReplication() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut == nil {
-		return nil
-	}
-	err := n.cut.restore()
-	n.cut = nil
-	return err
-}
+func (n *PatroniNode) RestoreReplication() error { return restoreCut(&n.mu, &n.cut) }
 
 // WaitStreaming waits until the current leader streams WAL to this node.
 func (n *PatroniNode) WaitStreaming(ctx context.Context) error {
