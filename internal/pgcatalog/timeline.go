@@ -86,14 +86,19 @@ const positionBody = `pg_catalog.pg_is_in_recovery(),
 	(CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() ELSE pg_catalog.pg_current_wal_lsn() END)::text`
 
 const (
-	positionSQL       = `SELECT (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s), ` + positionBody
-	positionNoSysSQL  = `SELECT NULL::text, ` + positionBody
-	insufficientPrivs = "42501"
+	positionSQL      = `SELECT (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s), ` + positionBody
+	positionNoSysSQL = `SELECT NULL::text, ` + positionBody
+	// positionUnknownSQL reads no WAL or control function: for a server that refuses
+	// them (revoked on a standby's pg_control_checkpoint, WAL functions a managed
+	// service does not offer).
+	positionUnknownSQL = `SELECT NULL::text, pg_catalog.pg_is_in_recovery(), 0::bigint, NULL::text`
+	insufficientPrivs  = "42501"
 )
 
 // ReadPosition reads where the server stands. A role that may not read the control
 // file's functions (some managed services revoke them) gets a position without
-// System or, on a standby, Timeline.
+// System; a server that refuses the WAL functions too, a position with no Timeline
+// (which Before never finds behind).
 func ReadPosition(ctx context.Context, query QueryFunc) (Position, error) {
 	p, _, err := readPosition(ctx, query, "")
 	return p, err
@@ -106,6 +111,11 @@ func readPosition(ctx context.Context, query QueryFunc, extra string) (Position,
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == insufficientPrivs {
 		rows, err = query(ctx, positionNoSysSQL+extra)
+	}
+	if errors.As(err, &pgErr) {
+		// The server refused a WAL or control function (its error, not a lost
+		// connection): where it stands is unknown.
+		rows, err = query(ctx, positionUnknownSQL+extra)
 	}
 	if err != nil {
 		return Position{}, nil, err
