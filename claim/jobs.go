@@ -270,6 +270,9 @@ func (j *Jobs) ClaimNext(ctx context.Context, db DB, dest ...any) (*Lease, error
 	if err := j.t.checkSequenceOrdered(ctx, db); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing sent: no outcome to be unsure of
+	}
 	sent := time.Now()
 	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.nextSQL, micros(j.t.lease)), dest)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -290,6 +293,9 @@ func (j *Jobs) Claim(ctx context.Context, db DB, id any, dest ...any) (*Lease, e
 	}
 	if err := j.t.checkSequenceOrdered(ctx, db); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing sent: no outcome to be unsure of
 	}
 	sent := time.Now()
 	l, err := j.scan(ctx, db, sent, db.QueryRowContext(claimctx.With(ctx), j.claimSQL, id, micros(j.t.lease)), dest)

@@ -155,6 +155,9 @@ func (l *Ledger) Claim(ctx context.Context, db DB, jobID string) (*Lease, error)
 	if err := l.t.checkSequenceOrdered(ctx, db); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing sent: no outcome to be unsure of
+	}
 	sent := time.Now()
 	var (
 		epoch int64
