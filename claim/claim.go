@@ -14,6 +14,7 @@ import (
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/claimctx"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -289,11 +290,11 @@ func (l *Lease) notHeld(ctx context.Context, db DB, op, stmt string) error {
 	case stored > epoch && l.timeline > 0 && pgcatalog.EpochTimeline(stored) > l.timeline:
 		// Drawn on a later timeline: a failover came between the two claims, and
 		// may have lost this one before its lease ran out.
-		e.StoredEpoch, e.HasStored = stored, true
+		e.StoredEpoch, e.HasStored, e.Code = stored, true, rulecode.FencedClaim
 		e.Reason = fmt.Sprintf("%s refused: job %v was claimed again at epoch %d (now %s) on a later timeline of the arbiter (%d; this claim was on %d): after this claim's lease ran out, or after a failover lost this claim",
 			op, id, stored, status, pgcatalog.EpochTimeline(stored), l.timeline)
 	case stored > epoch:
-		e.StoredEpoch, e.HasStored = stored, true
+		e.StoredEpoch, e.HasStored, e.Code = stored, true, rulecode.FencedClaim
 		e.Reason = fmt.Sprintf("%s refused: job %v was claimed again at epoch %d (now %s) after this claim's lease ran out", op, id, stored, status)
 	case stored == epoch:
 		e.StoredEpoch, e.HasStored = stored, true

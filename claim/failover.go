@@ -16,6 +16,7 @@ import (
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/claimctx"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
 // Epochs and timelines
@@ -97,14 +98,14 @@ var (
 	// restore, or a manual change) — or the arbiter's timeline changed while the lease
 	// was live: a failover the lease's earlier writes may not have survived. The lease
 	// stops; the concrete error is *FailoverError, and it also matches ErrLeaseLost.
-	ErrFailover = errors.New("claim: the arbiter failed over under the lease")
+	ErrFailover = errors.New("claim [SF610]: the arbiter failed over under the lease")
 	// ErrNoSynchronousStandby: RequireSynchronousStandby is set and the arbiter has no
 	// synchronous standby attached, so a claim's commit could be lost on failover.
-	ErrNoSynchronousStandby = errors.New("claim: no synchronous standby")
+	ErrNoSynchronousStandby = errors.New("claim [SF611]: no synchronous standby")
 	// ErrOutcomeUnknown: the connection was lost while a claim was in flight, so
 	// whether it committed is unknown. No lease is returned: the job, if it was
 	// claimed, is claimable again once the lease runs out.
-	ErrOutcomeUnknown = errors.New("claim: the claim's outcome is unknown")
+	ErrOutcomeUnknown = errors.New("claim [SF612]: the claim's outcome is unknown")
 )
 
 // FailoverError says how a lease found its arbiter gone back in time.
@@ -123,7 +124,7 @@ type FailoverError struct {
 }
 
 func (e *FailoverError) Error() string {
-	what := fmt.Sprintf("claim: %s of job %v in table %s at epoch %d: ", e.Op, e.JobID, e.Table, e.Epoch)
+	what := fmt.Sprintf("claim [%s]: %s of job %v in table %s at epoch %d: ", rulecode.ClaimLost, e.Op, e.JobID, e.Table, e.Epoch)
 	if e.HasStored {
 		if e.Stored == 0 {
 			what += "the arbiter holds no claim of the job: the claim was lost"

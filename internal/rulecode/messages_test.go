@@ -49,6 +49,9 @@ var notRendered = map[string]string{
 	rulecode.DynamicWrite:        "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
 	rulecode.BehindHistory:       "needs a server on an older timeline than one the connector used (a promotion): history_db_test.go in the root package produces it, the history taught synthetically",
 	rulecode.OtherCluster:        "needs a second cluster: history_db_test.go in the root package produces it (TestConnectRefusesOtherCluster)",
+	rulecode.ClaimLost:           "the claim helpers' error: claim/failover_test.go (TestFailoverAlarm) and claim/failover_cluster_test.go produce it",
+	rulecode.NoSyncStandby:       "the claim helpers' error: claim/failover_test.go (TestRequireSynchronousStandby) produces it",
+	rulecode.ClaimUnknown:        "the claim helpers' error: claim/failover_test.go (TestClaimOutcomeUnknown) produces it",
 }
 
 const policyYAML = `version: 1
@@ -192,7 +195,7 @@ func ran(t *testing.T, add func(string, error)) []message {
 	if _, err := raw.ExecContext(ctx, jobs.Schema()+`
 		INSERT INTO jobs DEFAULT VALUES; INSERT INTO jobs DEFAULT VALUES;
 		CREATE TABLE inventory (sku text PRIMARY KEY, quantity int NOT NULL, writer_epoch bigint NOT NULL DEFAULT 0);
-		INSERT INTO inventory VALUES ('a', 10, 5), ('b', 10, 0)`); err != nil {
+		INSERT INTO inventory VALUES ('a', 10, 8589934597), ('b', 10, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
@@ -228,13 +231,13 @@ func ran(t *testing.T, add func(string, error)) []message {
 		return err
 	}
 
-	add("a stale epoch (3) meets a row written at epoch 5", exec(db, sqlfence.WithEpoch(ctx, 3), ship))
+	add("a stale epoch (3) meets a row written at epoch 8589934597 (2<<32 + 5)", exec(db, sqlfence.WithEpoch(ctx, 3), ship))
 	l1, err := jobs.Claim(ctx, db, int64(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l1.Stop()
-	add("a valid claim (epoch 1) meets a row another job's claim wrote at epoch 5", exec(db, l1.Context(), ship))
+	add("a valid claim (epoch 4294967297, timeline 1) meets a row another job's claim wrote at epoch 8589934597", exec(db, l1.Context(), ship))
 	l2, err := jobs.Claim(ctx, db, int64(2))
 	if err != nil {
 		t.Fatal(err)
@@ -254,10 +257,10 @@ func ran(t *testing.T, add func(string, error)) []message {
 		t.Fatal(err)
 	}
 	add("the early check (CheckSuperseded) finds a newer epoch", sqlfence.CheckSuperseded(sqlfence.WithEpoch(ctx, 3), raw, pol, "inventory", "sku = $1", "a"))
-	if err := exec(db, sqlfence.WithEpoch(ctx, 7), ship); err != nil {
+	if err := exec(db, sqlfence.WithEpoch(ctx, 8589934599), ship); err != nil {
 		t.Fatal(err)
 	}
-	add("strict mode: the same epoch writes the row again", exec(db, sqlfence.WithEpoch(ctx, 7), ship))
+	add("strict mode: the same epoch writes the row again", exec(db, sqlfence.WithEpoch(ctx, 8589934599), ship))
 
 	add("no epoch on the context", exec(db, ctx, ship))
 	add("WithEpoch(ctx, -3)", exec(db, sqlfence.WithEpoch(ctx, -3), ship))

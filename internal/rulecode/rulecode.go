@@ -6,7 +6,7 @@ package rulecode
 
 // The codes. 1xx: the fence stopped a write; 2xx: a protected write without a usable
 // epoch; 3xx: a statement shape the rewrite cannot fence; 4xx: outside the allowlist;
-// 5xx: what the catalog shows (resolve: catalog); 6xx: claim discipline; 7xx: the
+// 5xx: what the catalog shows (resolve: catalog); 6xx: claim discipline and the claim helpers' own errors; 7xx: the
 // driver's arguments and session; 8xx: sqlfence check and the Go analyzer only.
 const (
 	FencedRow      = "SF101"
@@ -68,6 +68,9 @@ const (
 	ClaimWrite          = "SF601"
 	ClaimAndProtected   = "SF602"
 	ClaimUnusable       = "SF603"
+	ClaimLost           = "SF610"
+	NoSyncStandby       = "SF611"
+	ClaimUnknown        = "SF612"
 	RewritingArgument   = "SF701"
 	ArgumentCount       = "SF702"
 	PreparedChanged     = "SF703"
@@ -94,6 +97,7 @@ const (
 	KindUnfenced       Kind = "unfenced"        // ErrUnfenced, or an unfenced write let through (logged)
 	KindRefused        Kind = "refused"         // ErrRefused
 	KindCheck          Kind = "check"           // a finding of sqlfence check only
+	KindClaim          Kind = "claim"           // an error of the claim helpers (package claim)
 )
 
 // Info is one code's row in the table.
@@ -161,6 +165,9 @@ var All = []Info{
 	{ClaimWrite, KindRefused, "a write to a claim table's epoch or status column outside the claim helpers"},
 	{ClaimAndProtected, KindRefused, "one statement writes a protected table and the claim table"},
 	{ClaimUnusable, KindRefused, "the context's claim (sqlfence.WithClaim) cannot be used"},
+	{ClaimLost, KindClaim, "the arbiter lost the lease's claim, or failed over under it (claim.ErrFailover)"},
+	{NoSyncStandby, KindClaim, "a claim refused while the arbiter has no synchronous standby (claim.ErrNoSynchronousStandby)"},
+	{ClaimUnknown, KindClaim, "a claim whose connection was lost in flight: it may have committed (claim.ErrOutcomeUnknown)"},
 	{RewritingArgument, KindRefused, "a named argument or an argument that rewrites the SQL text"},
 	{ArgumentCount, KindRefused, "the arguments do not match the statement's parameters"},
 	{PreparedChanged, KindRefused, "a prepared statement that the changed catalog decides differently"},
