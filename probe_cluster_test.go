@@ -120,7 +120,7 @@ func TestProbeFreshConnectorRefusesOldPrimary(t *testing.T) {
 		}
 		refused(t, sql.OpenDB(NewConnector(stdlib.GetConnector(*cfg), mustPolicy(t, probePolicy))))
 	})
-	accepted := func(t *testing.T, dsn string, wantTimeline int64) {
+	accepted := func(t *testing.T, dsn string, wantTimeline int64) *connector {
 		t.Helper()
 		cfg, err := pgx.ParseConfig(dsn)
 		if err != nil {
@@ -140,13 +140,21 @@ func TestProbeFreshConnectorRefusesOldPrimary(t *testing.T) {
 		if h := c.history.highest(); h.Timeline != wantTimeline {
 			t.Errorf("the connector remembers %v, want timeline %d", h, wantTimeline)
 		}
+		return c
 	}
 	t.Run("single host", func(t *testing.T) {
 		// The documented limit: one host, nothing else to read.
 		accepted(t, hostsDSN(old.Port()), 1)
 	})
 	t.Run("unreachable fallback", func(t *testing.T) {
-		accepted(t, hostsDSN(promoted.Port(), deadPort(t), deadPort(t)), 2)
+		if c := accepted(t, hostsDSN(promoted.Port(), deadPort(t), deadPort(t)), 2); c.probe.done.Load() {
+			t.Error("no other host answered, yet the probe counts as done: a later session would not try again")
+		}
+		// The old primary first and nothing else answering: accepted (the limit), and
+		// tried again on a later session.
+		if c := accepted(t, hostsDSN(old.Port(), deadPort(t)), 1); c.probe.done.Load() {
+			t.Error("the probe counts as done with no host answering")
+		}
 	})
 	t.Run("new primary first", func(t *testing.T) {
 		// The session is on the promoted host; the old primary, read by the probe,
