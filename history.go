@@ -50,7 +50,7 @@ func (h *history) admit(p pgcatalog.Position) *Error {
 	if p.Timeline != 0 && p.Before(h.high) {
 		used := ""
 		if h.from != "" {
-			used = "this connector read on " + h.from + ", another host of its DSN, before its first session (a fresh connector reads them all)"
+			used = "this connector read on " + h.from + ", another host of its DSN (a fresh connector reads them before it judges a session)"
 		}
 		return behindError(p, h.high, used)
 	}
