@@ -97,7 +97,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			ic.Close()
 			return nil, errors.New("sqlfence: a pgx connection that does not implement QueryerContext")
 		}
-		if chk, err = c.session(ctx, queryerQuerier(q)); err != nil {
+		if chk, err = c.session(ctx, queryerQuerier(q), pgxConnOf(ic)); err != nil {
 			ic.Close()
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func (c *connector) dialCatalog(ctx context.Context) (front.Querier, func(), err
 	}
 	if statusOf(ic) != nil {
 		// The catalog is read only from a server the history admits.
-		if _, err := c.session(ctx, queryerQuerier(q)); err != nil {
+		if _, err := c.session(ctx, queryerQuerier(q), pgxConnOf(ic)); err != nil {
 			ic.Close()
 			return nil, nil, err
 		}

@@ -70,6 +70,8 @@ type fence struct {
 
 	// history is where the servers this connector used stood (history.go).
 	history history
+	// probe reads the DSN's other hosts before the first session is judged (probe.go).
+	probe hostProbe
 }
 
 var _ front.Fence = (*fence)(nil)

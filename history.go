@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
@@ -28,6 +30,9 @@ type history struct {
 	// furthest WAL position a primary had written (0 while only standbys were seen
 	// on it). Standby is always false: it is a summary, compared as a primary's.
 	high pgcatalog.Position
+	// from is the host of the DSN high was read on by the probe before the first
+	// session (probe.go), "" once a session moved high on, or when no probe set it.
+	from string
 	// timeline is high.Timeline, read without the lock before each statement of a
 	// session accepted on a primary (sessionCheck.stale).
 	timeline atomic.Int64
@@ -43,11 +48,23 @@ func (h *history) admit(p pgcatalog.Position) *Error {
 		return otherClusterError(p, h.system, h.high)
 	}
 	if p.Timeline != 0 && p.Before(h.high) {
-		return behindError(p, h.high, "")
+		used := ""
+		if h.from != "" {
+			used = "this connector read on " + h.from + ", another host of its DSN (a fresh connector reads them before it judges a session)"
+		}
+		return behindError(p, h.high, used)
 	}
 	if p.System != "" && h.system == "" {
 		h.system = p.System
 	}
+	if h.record(p) {
+		h.from = ""
+	}
+	return nil
+}
+
+// record makes p part of the history (under h.mu) and reports whether it moved high.
+func (h *history) record(p pgcatalog.Position) bool {
 	switch {
 	case p.Timeline == 0:
 		// Unknown (a standby whose role may not read its timeline): nothing learnt.
@@ -57,10 +74,43 @@ func (h *history) admit(p pgcatalog.Position) *Error {
 			h.high.LSN = p.LSN
 		}
 		h.timeline.Store(p.Timeline)
+		return true
 	case !p.Standby && p.LSN > h.high.LSN:
 		h.high.LSN = p.LSN // the same timeline, further on
+		return true
 	}
-	return nil
+	return false
+}
+
+// seed starts the history from the positions the probe read on the DSN's other
+// hosts (probe.go): the newest of them, and the host it was read on. Hosts of more
+// than one cluster seed nothing: which is the connector's cannot be told; the systems
+// are returned for the log.
+func (h *history) seed(ps []probed) (mixed string) {
+	system := ""
+	for _, pr := range ps {
+		if pr.pos.System == "" {
+			continue
+		}
+		if system != "" && pr.pos.System != system {
+			return system + ", " + pr.pos.System
+		}
+		system = pr.pos.System
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if system != "" && h.system != "" && system != h.system {
+		return h.system + ", " + system
+	}
+	if system != "" {
+		h.system = system
+	}
+	for _, pr := range ps {
+		if h.record(pr.pos) {
+			h.from = pr.host
+		}
+	}
+	return ""
 }
 
 // highest is the newest position seen, for messages.
@@ -140,8 +190,8 @@ func earlyCommitError(s pgcatalog.Session) *Error {
 
 // Session is front.Fence.Session: one query on a new session, before its first
 // statement (and before the catalog is read on it).
-func (f *fence) Session(ctx context.Context, q front.Querier) (func() error, error) {
-	chk, err := f.session(ctx, q)
+func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, error) {
+	chk, err := f.session(ctx, q, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +209,10 @@ func (f *fence) Session(ctx context.Context, q front.Querier) (func() error, err
 
 // session reads where q's server stands and its synchronous_commit, and judges them.
 // The check it returns is nil where nothing is to be checked per statement (a
-// standby, an unknown timeline).
-func (f *fence) session(ctx context.Context, q front.Querier) (*sessionCheck, error) {
+// standby, an unknown timeline). conn is q's pgx connection (nil on another driver):
+// a fresh connector first reads the other hosts of its DSN (probe.go).
+func (f *fence) session(ctx context.Context, q front.Querier, conn *pgx.Conn) (*sessionCheck, error) {
+	f.probeHosts(ctx, conn)
 	s, err := pgcatalog.ReadSession(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("sqlfence: reading where the server stands in its cluster's history failed, so the session was not used: %w", err)

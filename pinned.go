@@ -26,6 +26,14 @@ func statusOf(ic driver.Conn) func(string) string {
 	return nil
 }
 
+// pgxConnOf is ic's pgx connection, nil on another driver.
+func pgxConnOf(ic driver.Conn) *pgx.Conn {
+	if c, ok := ic.(interface{ Conn() *pgx.Conn }); ok {
+		return c.Conn()
+	}
+	return nil
+}
+
 // checkPinned reports a session whose server reads text differently from sqlfence: the
 // last line of defence behind the allowlist, checked before every statement at the cost
 // of two map lookups. A connection that fails it is not used again.

@@ -32,7 +32,7 @@ func (fe *fence) session(ctx context.Context, t target) error {
 		}
 		return st.refused
 	}
-	check, err := fe.f.Session(ctx, t.querier(fe))
+	check, err := fe.f.Session(ctx, t.querier(fe), t.conn)
 	if data == nil {
 		// A PgConn made without one (pgconn.Construct of a hijacked connection with
 		// none): checked on every statement instead.

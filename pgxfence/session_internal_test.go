@@ -26,9 +26,9 @@ type staleFence struct {
 	reads atomic.Int32
 }
 
-func (s *staleFence) Session(ctx context.Context, q front.Querier) (func() error, error) {
+func (s *staleFence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, error) {
 	s.reads.Add(1)
-	chk, err := s.Fence.Session(ctx, q)
+	chk, err := s.Fence.Session(ctx, q, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ type failingFence struct {
 	calls int
 }
 
-func (f *failingFence) Session(context.Context, front.Querier) (func() error, error) {
+func (f *failingFence) Session(context.Context, front.Querier, *pgx.Conn) (func() error, error) {
 	f.calls++
 	return nil, errors.New("connection reset")
 }

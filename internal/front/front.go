@@ -7,7 +7,7 @@
 // errors, the observer's events and shadow mode — is behind Fence, implemented once
 // in package sqlfence. A third front is a file that calls these methods in order:
 //
-//	chk, err := f.Session(ctx, q)      // once per new session, before anything else
+//	chk, err := f.Session(ctx, q, pc)  // once per new session, before anything else
 //	err = chk()                        // before each later statement, when chk is not nil
 //	f.Ready(ctx, q)                    // before each statement: resolve: catalog, read when stale
 //	err := f.Usable(ctx, status, sql)  // the session reads text as sqlfence parses it
@@ -24,6 +24,8 @@ package front
 import (
 	"context"
 	"log/slog"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
@@ -45,7 +47,11 @@ type Fence interface {
 	// check, when not nil, is called before each later statement on the session (an
 	// atomic load): it refuses the session once the connector has seen a newer
 	// timeline than its primary's, and the front then closes it as well.
-	Session(ctx context.Context, q Querier) (check func() error, err error)
+	//
+	// conn is q's pgx connection, nil on another driver: a fresh connector whose DSN
+	// names more than one host reads the position of the others on connections of
+	// conn's config first, and starts its history from the newest.
+	Session(ctx context.Context, q Querier, conn *pgx.Conn) (check func() error, err error)
 	// Ready reads the catalog through q when the policy says resolve: catalog and
 	// it has not been read yet. No statement may be decided before it succeeds.
 	// Called before each statement, it also reads the catalog again when it may
