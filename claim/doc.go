@@ -202,6 +202,8 @@
 // epoch lower than one already written, which lets a stale execution write
 // again. After such a change, run `sqlfence audit --fix`: it finds rows whose
 // epoch is above the counter and raises the counter past them in one
-// transaction, holding off concurrent claims (a bare setval can race with them).
+// transaction, holding off concurrent claims (a bare setval can race with them);
+// --counter names CounterEpoch's counter table, --jobs-table a PerJobEpoch table.
+// The counter it compares with is the next claim's, timeline floor included.
 // The sequence must keep CACHE 1 and NO CYCLE, as Schema creates it.
 package claim
