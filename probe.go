@@ -148,25 +148,5 @@ func probeHost(ctx context.Context, base *pgx.ConnConfig, entries []*pgconn.Fall
 		return pgcatalog.Position{}, err
 	}
 	defer conn.Close(ctx)
-	return pgcatalog.ReadPosition(ctx, pgxQuery(conn))
-}
-
-// pgxQuery runs one query on conn and returns every row.
-func pgxQuery(conn *pgx.Conn) pgcatalog.QueryFunc {
-	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := conn.Query(ctx, sql, args...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out [][]any
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, rows.Err()
-	}
+	return pgcatalog.ReadPosition(ctx, pgcatalog.PgxQuery(conn))
 }

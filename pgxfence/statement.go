@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/front"
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
 
 // options are pgx's leading option arguments of one call, which pgx reads off the
@@ -163,22 +164,7 @@ func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kin
 // unusual result, so preparing them would cost a round trip each and keep a
 // statement per query on every connection.
 func (t target) querier(fe *fence) front.Querier {
-	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := t.run.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out [][]any
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, rows.Err()
-	}
+	return pgcatalog.PgxQuery(t.run, pgx.QueryExecModeExec)
 }
 
 func (fe *fence) exec(ctx context.Context, t target, sql string, args []any) (pgconn.CommandTag, error) {

@@ -45,22 +45,7 @@ func readPosition(ctx context.Context, dsn string) (pgcatalog.Position, error) {
 		return pgcatalog.Position{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return pgcatalog.ReadPosition(ctx, func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := conn.Query(ctx, sql, args...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out [][]any
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, rows.Err()
-	})
+	return pgcatalog.ReadPosition(ctx, pgcatalog.PgxQuery(conn))
 }
 
 func containsAny(b []byte, subs ...string) bool {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
 
 // DefaultConnectTimeout bounds how long a subcommand waits for a server that does
@@ -43,22 +45,7 @@ func Connect(ctx context.Context, dsn string, timeout time.Duration) (*pgx.Conn,
 // QueryFunc adapts conn to sqlfence.Policy.CheckCatalog and internal/pgcatalog: it
 // runs one query and returns every row's values.
 func QueryFunc(conn *pgx.Conn) func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
-		rows, err := conn.Query(ctx, sql, args...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out [][]any
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, rows.Err()
-	}
+	return pgcatalog.PgxQuery(conn)
 }
 
 // DescribeTarget names the server a config points at, without its password.
