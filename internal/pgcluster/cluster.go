@@ -65,6 +65,17 @@ type server struct {
 // account is the OS user the server runs as when this process is root.
 type account struct{ uid, gid int }
 
+// chown gives path to the account the servers run as; nil (not root): nothing to do.
+func (a *account) chown(path string) error {
+	if a == nil {
+		return nil
+	}
+	if err := os.Chown(path, a.uid, a.gid); err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	return nil
+}
+
 // Start initializes a new cluster in a temporary directory and starts a server
 // on a free loopback port. ctx bounds only the startup; the server runs until
 // Stop or until this process dies.

@@ -227,11 +227,7 @@ func waitWritable(ctx context.Context, dsn, name string) error {
 //
 // The cut lasts until RestoreReplication, Follow, or a restart of either side.
 func (n *Node) CutReplication(ctx context.Context) error {
-	ports := make([]int, len(n.set.nodes))
-	for i, m := range n.set.nodes {
-		ports[i] = m.port
-	}
-	return cutOff(ctx, &n.mu, &n.cut, n.name, n.DSN("postgres"), ports)
+	return cutOff(ctx, &n.mu, &n.cut, n.name, n.DSN("postgres"), n.set.ports())
 }
 
 // RestoreReplication ends CutReplication: the walsender continues and the

@@ -125,7 +125,7 @@ func (o PatroniOptions) withDefaults() PatroniOptions {
 }
 
 func (p *Patroni) start(ctx context.Context, o PatroniOptions, etcdBin string) error {
-	if err := p.chown(p.dir); err != nil {
+	if err := p.runAs.chown(p.dir); err != nil {
 		return err
 	}
 	// etcd's two ports, then a PostgreSQL and a REST port per node. A port
@@ -147,7 +147,7 @@ func (p *Patroni) start(ctx context.Context, o PatroniOptions, etcdBin string) e
 		if err := os.Mkdir(n.dir, 0o700); err != nil {
 			return fmt.Errorf("pgcluster: %w", err)
 		}
-		if err := p.chown(n.dir); err != nil {
+		if err := p.runAs.chown(n.dir); err != nil {
 			return err
 		}
 		p.nodes = append(p.nodes, n)
@@ -296,17 +296,7 @@ func (p *Patroni) writeYAML(path string, v any) error {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
-	return p.chown(path)
-}
-
-func (p *Patroni) chown(path string) error {
-	if p.runAs == nil {
-		return nil
-	}
-	if err := os.Chown(path, p.runAs.uid, p.runAs.gid); err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
-	}
-	return nil
+	return p.runAs.chown(path)
 }
 
 // Nodes returns the Patroni nodes, named "node0", "node1", …; which one leads
@@ -315,12 +305,15 @@ func (p *Patroni) Nodes() []*PatroniNode { return p.nodes }
 
 // MultiHostDSN returns a URL listing every node's PostgreSQL, for a client that
 // finds the writable one itself (target_session_attrs=read-write).
-func (p *Patroni) MultiHostDSN(db string) string {
+func (p *Patroni) MultiHostDSN(db string) string { return multiHostDSN(p.ports(), db) }
+
+// ports lists the nodes' PostgreSQL ports, in order.
+func (p *Patroni) ports() []int {
 	ports := make([]int, len(p.nodes))
 	for i, n := range p.nodes {
 		ports[i] = n.pgPort
 	}
-	return multiHostDSN(ports, db)
+	return ports
 }
 
 // Stop kills every node (Patroni and postgres), etcd and the watchdog, and

@@ -194,11 +194,7 @@ func (n *PatroniNode) Thaw() error {
 // the walsender (RestoreReplication) before a switchover: a stopped walsender
 // would hold up the old leader's shutdown.
 func (n *PatroniNode) CutReplication(ctx context.Context) error {
-	ports := make([]int, len(n.p.nodes))
-	for i, m := range n.p.nodes {
-		ports[i] = m.pgPort
-	}
-	return cutOff(ctx, &n.mu, &n.cut, n.name, n.DSN("postgres"), ports)
+	return cutOff(ctx, &n.mu, &n.cut, n.name, n.DSN("postgres"), n.p.ports())
 }
 
 // RestoreReplication ends CutReplication. Without a cut it does nothing.

@@ -124,7 +124,7 @@ func StartReplicaSet(ctx context.Context, o ReplicaOptions) (*ReplicaSet, error)
 }
 
 func (r *ReplicaSet) start(ctx context.Context, o ReplicaOptions) error {
-	if err := r.chown(r.dir); err != nil {
+	if err := r.runAs.chown(r.dir); err != nil {
 		return err
 	}
 	var dataDirs []string
@@ -133,7 +133,7 @@ func (r *ReplicaSet) start(ctx context.Context, o ReplicaOptions) error {
 		if err := os.Mkdir(n.dir, 0o700); err != nil {
 			return fmt.Errorf("pgcluster: %w", err)
 		}
-		if err := r.chown(n.dir); err != nil {
+		if err := r.runAs.chown(n.dir); err != nil {
 			return err
 		}
 		r.nodes = append(r.nodes, n)
@@ -210,16 +210,6 @@ func waitStreaming(ctx context.Context, upstream, name, syncState string) error 
 	})
 }
 
-func (r *ReplicaSet) chown(path string) error {
-	if r.runAs == nil {
-		return nil
-	}
-	if err := os.Chown(path, r.runAs.uid, r.runAs.gid); err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
-	}
-	return nil
-}
-
 // Nodes returns the servers; index 0 is the initial primary, node i is named
 // "node<i>".
 func (r *ReplicaSet) Nodes() []*Node { return r.nodes }
@@ -227,12 +217,15 @@ func (r *ReplicaSet) Nodes() []*Node { return r.nodes }
 // MultiHostDSN returns a URL listing every node, for a client that must find the
 // writable one itself (libpq and pgx try the hosts in order and keep the first
 // that is read-write).
-func (r *ReplicaSet) MultiHostDSN(db string) string {
+func (r *ReplicaSet) MultiHostDSN(db string) string { return multiHostDSN(r.ports(), db) }
+
+// ports lists the nodes' ports, in order.
+func (r *ReplicaSet) ports() []int {
 	ports := make([]int, len(r.nodes))
 	for i, n := range r.nodes {
 		ports[i] = n.port
 	}
-	return multiHostDSN(ports, db)
+	return ports
 }
 
 func multiHostDSN(ports []int, db string) string {
