@@ -158,10 +158,8 @@ func behindError(p, high pgcatalog.Position, used string) *Error {
 	switch {
 	case p.Standby:
 		what = "a standby that has not followed the promotion to the newer timeline (it may still replicate from the old primary), whose reads miss what was written since"
-	case p.Timeline < high.Timeline:
-		what = "an old primary come back after a failover: its last commits are not in the newer timeline's history, so a write there is lost and a claim made there hands out an epoch the new primary issues again"
 	default:
-		what = "a second server that took the same timeline (two standbys promoted, this one lagging): a write there is lost, and a claim made there hands out an epoch the other issues again"
+		what = "an old primary come back after a failover: its last commits are not in the newer timeline's history, so a write there is lost and a claim made there hands out an epoch the new primary issues again"
 	}
 	return &Error{Kind: ErrRefused, Code: rulecode.BehindHistory,
 		Reason: fmt.Sprintf("the server is a %s, behind %s, which %s: it is %s; so no statement runs on this session", p, describeHigh(high), used, what),

@@ -35,7 +35,7 @@ func TestHistoryAdmit(t *testing.T) {
 	}{
 		{"the first primary", primary(1, 0x3000060), ""},
 		{"the same primary further on", primary(1, 0x3000100), ""},
-		{"a primary on the same timeline behind WAL already seen (a second server took the timeline)", primary(1, 0x3000000), rulecode.BehindHistory},
+		{"a primary on the same timeline behind WAL already seen (another session on it read its position first)", primary(1, 0x3000000), ""},
 		{"a standby on the same timeline, lagging", standby(1, 0x1000000), ""},
 		{"a standby whose timeline is unknown", standby(0, 0), ""},
 		{"a primary of another cluster", other, rulecode.OtherCluster},
@@ -47,7 +47,7 @@ func TestHistoryAdmit(t *testing.T) {
 		{"a standby ahead on a newer timeline than any primary seen", standby(3, 0x1000), ""},
 		{"the primary of timeline 2 is now behind timeline 3 (seen on a standby)", primary(2, 0x9000000), rulecode.BehindHistory},
 		{"the primary of timeline 3, at any WAL position (no primary seen on it yet)", primary(3, 0x10), ""},
-		{"another primary of timeline 3 behind it", primary(3, 0x08), rulecode.BehindHistory},
+		{"a primary of timeline 3 behind WAL seen on it: timelines alone are compared", primary(3, 0x08), ""},
 		{"a position with no timeline (unknown) is never refused", pgcatalog.Position{System: "7300000000000000001", Standby: true}, ""},
 	}
 	var h history
@@ -171,7 +171,9 @@ func TestHistoryConcurrent(t *testing.T) {
 	if err := h.admit(primary(4, high.LSN)); err != nil {
 		t.Errorf("the highest position itself: %v", err)
 	}
-	if err := h.admit(primary(4, high.LSN-1)); err == nil && high.LSN > 0 {
-		t.Errorf("a primary just behind the highest was admitted")
+	// Sessions on one primary read its WAL position in an order the connector cannot
+	// see: one just behind the highest is the same server, read a moment earlier.
+	if err := h.admit(primary(4, high.LSN-1)); err != nil {
+		t.Errorf("a primary just behind the highest on its timeline: %v", err)
 	}
 }

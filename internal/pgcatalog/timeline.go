@@ -63,16 +63,12 @@ func (p Position) String() string {
 }
 
 // Before reports whether p is behind q in the history of one cluster: an older
-// timeline, or — both writing, on the same timeline — less WAL than q had already
-// written. A primary's WAL position on one timeline only grows, so a primary that is
-// behind a position seen earlier on the same timeline is another server that took the
-// same timeline number (two standbys promoted at once). A standby lags by nature: only
-// its timeline is compared.
+// timeline. The WAL position is not compared: two sessions on one primary read its
+// position at moments the connector cannot order, so the one that read first could
+// be judged behind the other; a second server that took the same timeline number
+// (two standbys promoted at once) is not told apart from the first.
 func (p Position) Before(q Position) bool {
-	if p.Timeline != q.Timeline {
-		return p.Timeline != 0 && p.Timeline < q.Timeline
-	}
-	return !p.Standby && !q.Standby && p.LSN < q.LSN
+	return p.Timeline != 0 && p.Timeline < q.Timeline
 }
 
 // positionBody reads the position without the system identifier; positionSQL adds it.
