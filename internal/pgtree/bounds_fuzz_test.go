@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // FuzzParserBounds builds deep and wide statements and PL/pgSQL bodies from the fuzz
@@ -73,7 +75,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	if len(text) > 1<<20 {
 		return
 	}
-	scan, err := pg.Scan(text)
+	scan, err := pgquery.Scan(text)
 	if err != nil {
 		return
 	}
@@ -93,7 +95,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	}
 	if !plpgsql && strings.HasPrefix(text, "SELECT ") && !strings.Contains(text, ";") && balanced(scan.Tokens) {
 		for _, w := range []string{"SELECT (" + text + ")", "EXPLAIN " + text, "SELECT 1 FROM (" + text + ") s"} {
-			if ws, err := pg.Scan(w); err == nil {
+			if ws, err := pgquery.Scan(w); err == nil {
 				if mw, _ := Measure(w, ws.Tokens, false, 1<<62); mw < full {
 					t.Fatalf("wrapped, %d; alone, %d\n%.300s", mw, full, w)
 				}
@@ -116,7 +118,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	}
 	// Admitted: parsed here, on this thread and its stack (a crash is a finding).
 	if plpgsql {
-		out, err := pg.ParsePlPgSqlToJSON(plpgsqlFunction(text))
+		out, err := pgquery.ParsePlPgSqlToJSON(plpgsqlFunction(text))
 		if err == nil {
 			if d := jsonDepth(out); d > 2*m {
 				t.Fatalf("PL/pgSQL dump %d deep, measure %d\n%.300s", d, m, text)
@@ -124,7 +126,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 		}
 		return
 	}
-	tree, err := pg.Parse(text)
+	tree, err := pgquery.Parse(text)
 	if err != nil {
 		return
 	}
