@@ -79,9 +79,13 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	if err != nil {
 		return
 	}
-	m, berr := Measure(text, scan.Tokens, plpgsql, Limit)
+	limit := Limit
+	if plpgsql {
+		limit = BodyLimit
+	}
+	m, berr := Measure(text, scan.Tokens, plpgsql, limit)
 	full, _ := Measure(text, scan.Tokens, plpgsql, 1<<62)
-	if berr == nil && full != m || berr != nil && full <= Limit {
+	if berr == nil && full != m || berr != nil && full <= limit {
 		t.Fatalf("Measure with and without the limit disagree: %d (%v), %d\n%.300s", m, berr, full, text)
 	}
 

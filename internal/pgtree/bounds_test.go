@@ -42,11 +42,19 @@ func treeDepth(s shape, text string) (int, error) {
 	return Depth(tree.ProtoReflect()), nil
 }
 
+// limitOf is the bound a shape's texts are held to.
+func limitOf(s shape) int {
+	if s.plpgsql {
+		return BodyLimit
+	}
+	return Limit
+}
+
 // TestMeasureBoundsShapes checks the measure's claim, depth ≤ 2·M, on every shape up
 // to the largest size the limit admits, and that every larger size is refused.
 func TestMeasureBoundsShapes(t *testing.T) {
 	for _, s := range shapes {
-		largest := largestWithin(t, s, Limit)
+		largest := largestWithin(t, s, limitOf(s))
 		for n := 1; n <= largest; n = max(n+1, n*5/4) {
 			text := s.gen(n)
 			m := measure(t, text, s.plpgsql)

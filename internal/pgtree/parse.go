@@ -81,7 +81,8 @@ func parseEncoded(text string, limit int) (out []byte, err error) {
 
 // ParsePlpgsql parses the CREATE FUNCTION statement create, whose PL/pgSQL body is
 // body, with pg_query's PL/pgSQL parser, and returns its JSON. Both texts are held
-// to Limit: create as SQL, body as PL/pgSQL (its statements nest too).
+// to the bound: create to Limit as SQL, body to BodyLimit as PL/pgSQL (its
+// statements nest too).
 func ParsePlpgsql(create, body string) (out string, err error) {
 	scan, err := pgquery.Scan(create)
 	if err != nil {
@@ -94,7 +95,7 @@ func ParsePlpgsql(create, body string) (out string, err error) {
 	if scan, err = pgquery.Scan(body); err != nil {
 		return "", err
 	}
-	mb, berr := Measure(body, scan.Tokens, true, Limit)
+	mb, berr := Measure(body, scan.Tokens, true, BodyLimit)
 	if berr != nil {
 		return "", berr
 	}

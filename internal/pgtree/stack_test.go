@@ -166,7 +166,7 @@ func TestStackSafetyFactor(t *testing.T) {
 	}
 	for _, name := range []string{"ifs", "loops", "blocks", "handlers", "casestmts"} {
 		s := shapeNamed(name)
-		n := largestWithin(t, s, Limit)
+		n := largestWithin(t, s, BodyLimit)
 		if got, msg := stackChild(t, quarter, "plpgsql", "direct", name, n); got != "ok" {
 			t.Errorf("PL/pgSQL %s at n=%d: %s %s with %d KiB of stack", name, n, got, msg, quarter)
 		}
