@@ -54,8 +54,8 @@ var dangerousSettings = map[string]string{
 	"backslash_quote":          "it changes how the server reads quotes inside string literals",
 	"escape_string_warning":    "it belongs to the settings that change how string literals are read",
 	"session_replication_role": "replica mode switches off triggers and foreign-key actions, the database-side guard among them",
-	"role":                     "it changes the privileges and the defaults the session runs with",
-	"session_authorization":    "it changes the privileges and the defaults the session runs with",
+	"role":                     "it changes the privileges the session runs with (a role's setting defaults apply only at login)",
+	"session_authorization":    "it changes the privileges the session runs with (a role's setting defaults apply only at login)",
 	"check_function_bodies":    "it lets functions be created without their bodies being checked",
 	"allow_system_table_mods":  "it lets system catalogs be changed",
 }
