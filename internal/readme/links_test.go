@@ -156,6 +156,28 @@ func TestLinks(t *testing.T) {
 	}
 }
 
+// TestGuidesListed: every guide under docs/ is linked from the README, so that a
+// reader who starts there can reach it.
+func TestGuidesListed(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	lines, _ := prose(string(data))
+	for _, l := range lines {
+		for _, m := range linkRE.FindAllStringSubmatch(codeSpanRE.ReplaceAllString(l, ""), -1) {
+			path, _, _ := strings.Cut(m[1], "#")
+			linked[filepath.ToSlash(filepath.Clean(path))] = true
+		}
+	}
+	for _, file := range docFiles(t)[1:] {
+		if !linked[file] {
+			t.Errorf("README.md links to no part of %s: add it to the guides", file)
+		}
+	}
+}
+
 // TestSlug pins the anchor rule on headings of the guides and GitHub's own cases.
 func TestSlug(t *testing.T) {
 	for heading, want := range map[string]string{
