@@ -1,7 +1,7 @@
 // Package rulecode is the table of sqlfence's rule codes: one stable code for every
 // kind of refusal, unfenced write and fence, assigned where the driver decides it
-// and used by sqlfence check. The README's table documents each code; a test keeps
-// the two equal.
+// and used by sqlfence check. The "Rule codes" table of docs/errors.md documents
+// each code; a test keeps the two equal.
 package rulecode
 
 // The codes. 1xx: the fence stopped a write; 2xx: a protected write without a usable
@@ -80,6 +80,7 @@ const (
 	BehindHistory       = "SF707"
 	OtherCluster        = "SF708"
 	SessionCommit       = "SF709"
+	OptionArgument      = "SF710"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -177,6 +178,7 @@ var All = []Info{
 	{BehindHistory, KindRefused, "a server behind one this connector already used (an older timeline)"},
 	{OtherCluster, KindRefused, "a server of another cluster (system identifier)"},
 	{SessionCommit, KindRefused, "a session whose synchronous_commit is off or local"},
+	{OptionArgument, KindRefused, "a rewriter returned an argument pgx would read as one of its options"},
 	{CheckUnfencedWrite, KindCheck, "a write to a protected table outside the driver, not fenced by hand"},
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},
@@ -194,9 +196,13 @@ func Lookup(code string) (Info, bool) {
 	return Info{}, false
 }
 
-// HelpURI is where a code is documented: its anchor in the README.
+// DocFile is the document, relative to the repository, whose "Rule codes" table
+// documents every code.
+const DocFile = "docs/errors.md"
+
+// HelpURI is where a code is documented: its anchor in DocFile.
 func HelpURI(code string) string {
-	return "https://github.com/sqlfence/sqlfence/blob/main/README.md#" + anchor(code)
+	return "https://github.com/sqlfence/sqlfence/blob/main/" + DocFile + "#" + anchor(code)
 }
 
 func anchor(code string) string {
