@@ -17,7 +17,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
-	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
 // WorkerCommand is the hidden subcommand the demo re-executes its own binary with:
@@ -84,7 +84,7 @@ func RunWorker(args []string, stdout, stderr io.Writer) int {
 	// Built without cgo, the first parse compiles the WebAssembly parser, seconds
 	// on a busy machine: done here, before the driver's catalog read and its
 	// deadline.
-	pgquery.Parse("SELECT")
+	pgtree.Parse("SELECT", pgtree.Limit)
 	if err := w.open(*driver, os.Getenv(demoDSNEnv), *policy); err != nil {
 		w.reply(workerReply{Op: "ready", Error: err.Error()})
 		return cmdutil.ExitError
