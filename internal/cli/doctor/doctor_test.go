@@ -343,6 +343,7 @@ func TestDoctorBehindPooler(t *testing.T) {
 	if code != cmdutil.ExitOK {
 		t.Errorf("with the role's setting and exec mode: exit %d\n%s", code, out)
 	}
+	want(t, r, "pooler", Pass, "a pooler or proxy answers on port")
 }
 
 // proxy forwards TCP connections to target, as a pooler in front of the server
