@@ -124,6 +124,22 @@ func GuardedElsewhere(ctx context.Context, query QueryFunc, oids []uint32) ([]st
 	return strings1(ctx, query, "guarded relations", guardedElsewhereSQL, oidArray(oids))
 }
 
+// guardedInSchemaSQL lists the relations of the schema $1 that carry the guard's
+// statement trigger.
+const guardedInSchemaSQL = `
+SELECT c.relname::text FROM pg_catalog.pg_trigger t
+JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE t.tgname = '` + GuardTrigger + `' AND n.nspname = $1
+ORDER BY 1`
+
+// GuardedInSchema returns the relations of schema that carry the guard's statement
+// trigger: the guard covers a policy's unqualified names in every schema, tables
+// created later among them.
+func GuardedInSchema(ctx context.Context, query QueryFunc, schema string) ([]string, error) {
+	return strings1(ctx, query, "guarded relations", guardedInSchemaSQL, schema)
+}
+
 // eventTriggersSQL reads the firing of the catalog version's event triggers.
 var eventTriggersSQL = `SELECT n, coalesce((SELECT e.evtenabled::text FROM pg_catalog.pg_event_trigger e WHERE e.evtname = n), '')
 FROM pg_catalog.unnest(ARRAY['` + strings.Join(GuardEventTriggers, "', '") + `']) n ORDER BY 1`
