@@ -185,7 +185,7 @@ func (t *table) noSyncStandby(ctx context.Context, db DB) error {
 	)
 	// pgcatalog.SyncStateSQL: the query sqlfence doctor reports replication with.
 	if err := db.QueryRowContext(claimctx.With(ctx), pgcatalog.SyncStateSQL).Scan(&names, &sync, &invisible, &standby, &async); err != nil {
-		return fmt.Errorf("claim: reading the arbiter's synchronous standbys for the %s %s: %w", t.kind, t.name, err)
+		return fmt.Errorf("claim [SF618]: reading the arbiter's synchronous standbys for the %s %s: %w", t.kind, t.name, err)
 	}
 	switch {
 	case standby:
