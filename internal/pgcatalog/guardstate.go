@@ -39,9 +39,9 @@ func (f Firing) Describe() string {
 	case FiresAlways:
 		return "fires in every replication role"
 	case FiresOrigin:
-		return "origin-only: a session with session_replication_role = replica skips it"
+		return "origin-only (a session with session_replication_role = replica skips it)"
 	case FiresReplica:
-		return "replica-only: ordinary sessions skip it"
+		return "replica-only (ordinary sessions skip it)"
 	case Disabled:
 		return "disabled"
 	}

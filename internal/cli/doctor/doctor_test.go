@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,4 +444,51 @@ func find(r Report, check string) Check {
 		}
 	}
 	return Check{}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/readme.txt")
+
+// TestDoctorReadme keeps the README's sample run in testdata/readme.txt: a deployment
+// with one partition's guard trigger origin-only and no statement_timeout. What
+// changes from run to run (the database, the role, the port, the server's build, the
+// catalog version) is written as the README's reader would see it for theirs.
+func TestDoctorReadme(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.healthy(t)
+	f.exec(t, "ALTER TABLE billing.invoices_2025 ENABLE TRIGGER sqlfence_guard; ALTER ROLE "+f.role+" RESET statement_timeout")
+	out, errOut, code := runDoctor(t, "--dsn", f.app, "--policy", f.policy)
+	clitest.WantCode(t, code, cmdutil.ExitFindings, out, errOut)
+	cfg, err := pgx.ParseConfig(f.app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ re, with string }{
+		{regexp.QuoteMeta(f.policy), "sqlfence.yaml"},
+		{regexp.QuoteMeta(f.role), "app"},
+		{`database "[^"]+"`, `database "shop"`},
+		{regexp.QuoteMeta(fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)), "db.internal:5432"},
+		{fmt.Sprintf(`port %d\b`, cfg.Port), "port 5432"},
+		{`PostgreSQL [0-9.]+( \([^)]*\))?`, "PostgreSQL 16.4"},
+		{`catalog version \d+`, "catalog version 12"},
+	} {
+		out = regexp.MustCompile(r.re).ReplaceAllString(out, r.with)
+	}
+	out = "$ sqlfence doctor --dsn postgres://app@db.internal:5432/shop --policy sqlfence.yaml\n" + out
+	const golden = "testdata/readme.txt"
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != out {
+		t.Errorf("doctor's output changed (go test ./internal/cli/doctor -run TestDoctorReadme -update):\n%s", out)
+	}
 }

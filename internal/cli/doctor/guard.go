@@ -113,7 +113,7 @@ func (d *doctor) checkGuard(ctx context.Context) {
 			case pgcatalog.Missing:
 				fail("has no " + pgcatalog.GuardTrigger + " trigger: its writes are not rejected (a partition or child made while the event triggers were missing, or a table created since)")
 			default:
-				fail("its " + pgcatalog.GuardTrigger + " trigger is " + g.Statement.Describe() + ": it must fire in every replication role")
+				fail("its " + pgcatalog.GuardTrigger + " trigger is " + g.Statement.Describe() + "; it must fire in every replication role")
 			}
 			switch g.Epoch {
 			case pgcatalog.FiresAlways:
@@ -123,7 +123,7 @@ func (d *doctor) checkGuard(ctx context.Context) {
 			case pgcatalog.Missing:
 				fail("has no " + pgcatalog.GuardEpochTrigger + " trigger: an UPDATE can lower its epoch")
 			default:
-				fail("its " + pgcatalog.GuardEpochTrigger + " trigger is " + g.Epoch.Describe() + ": it must fire in every replication role")
+				fail("its " + pgcatalog.GuardEpochTrigger + " trigger is " + g.Epoch.Describe() + "; it must fire in every replication role")
 			}
 			if g.Statement != pgcatalog.Missing && !g.StatementInsert {
 				noInsert++
