@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/dsnparam"
 )
 
 const usage = `Usage: sqlfence doctor --dsn DSN --policy sqlfence.yaml [--lease 30s] [--json] [--allow-warnings]
 
 Inspects a deployment and says, check by check, what holds and the exact fix for what
-does not. Connect as the application's role, with the application's DSN: the checks
+does not. Connect as the application's role, with the application's DSN (its
+sqlfence_policy, if it names one, is the policy unless --policy is given): the checks
 judge what that role can do and what its sessions see.
 
   server       the server's version is one sqlfence supports (PostgreSQL 15 to 18)
@@ -49,7 +51,7 @@ const ExitWarnings = 3
 func Run(args []string, stdout, stderr io.Writer) int {
 	f := cmdutil.NewFlags("doctor", usage)
 	dsn := f.String("dsn", "", "the application's DSN (its role, its database)")
-	policyPath := f.String("policy", "", "policy file (default $SQLFENCE_POLICY)")
+	policyPath := f.String("policy", "", "policy file (default: the DSN's sqlfence_policy, else $SQLFENCE_POLICY)")
 	lease := f.Duration("lease", 30*time.Second, "the claim helpers' lease (claim.JobsConfig.Lease), for the timeouts check")
 	asJSON := f.Bool("json", false, "print the checks as JSON")
 	allowWarnings := f.Bool("allow-warnings", false, "exit 0 when checks warned but none failed")
@@ -66,6 +68,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *lease <= 0 {
 		return f.UsageError(stderr, "--lease must be positive")
+	}
+	if *policyPath == "" {
+		// The application's DSN may name its policy, as the driver reads it.
+		if path, _, err := dsnparam.Split(*dsn); err == nil {
+			*policyPath = path
+		}
 	}
 	pol, err := cmdutil.LoadPolicy(*policyPath)
 	if err != nil {

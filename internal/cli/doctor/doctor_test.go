@@ -173,6 +173,25 @@ func TestDoctorPassesAll(t *testing.T) {
 	if code != cmdutil.ExitOK || r.Summary.Fail+r.Summary.Warn+r.Summary.Skip != 0 || r.Summary.Pass < 9 {
 		t.Errorf("--json: exit %d, summary %+v", code, r.Summary)
 	}
+	// The application's DSN as it is, naming its policy: the policy is read from it
+	// and the parameter is not sent to the server.
+	u, err := url.Parse(f.app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("sqlfence_policy", f.policy)
+	u.RawQuery = q.Encode()
+	r, code, _ = report(t, "--dsn", u.String())
+	if code != cmdutil.ExitOK || r.Policy != f.policy {
+		t.Errorf("the DSN's sqlfence_policy: exit %d, policy %q", code, r.Policy)
+	}
+	q.Set("sqlfence_polcy", f.policy)
+	u.RawQuery = q.Encode()
+	if _, errOut, code := runDoctor(t, "--dsn", u.String(), "--policy", f.policy); code != cmdutil.ExitError ||
+		!strings.Contains(errOut, `sqlfence doctor: bad --dsn: unknown DSN parameter "sqlfence_polcy" (did you mean sqlfence_policy?)`) {
+		t.Errorf("a misspelt DSN parameter: exit %d, %q", code, errOut)
+	}
 }
 
 func TestDoctorUsage(t *testing.T) {
