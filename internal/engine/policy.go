@@ -91,6 +91,8 @@ type Policy struct {
 	// copy that judges a routine body read from it.
 	catalog *catalogSnapshot
 	judging *bodyJudgment
+	// digest is what Resolve read (catalog_digest.go).
+	digest catalogDigest
 }
 
 // Index builds the indexes Match and MatchFunction use; the root package calls it

@@ -20,6 +20,8 @@ import (
 // foreign-key actions (catalog.go). It returns the policy extended with those
 // relations and that snapshot.
 func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
+	var digest catalogDigest
+	query = digesting(query, &digest)
 	var extra []Table
 	seen := map[QualifiedName]bool{}
 	for _, t := range p.Tables {
@@ -118,6 +120,7 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	if missing == "" {
 		r.CatalogVersion = ver.Version
 	}
+	r.digest = digest
 	return r, nil
 }
 
