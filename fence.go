@@ -62,7 +62,7 @@ type fence struct {
 	stale  atomic.Bool
 	readAt atomic.Int64
 	// fingerprint is the catalog's fingerprint (pgcatalog.Fingerprint) read before the
-	// snapshot in use, "" when that snapshot was read without one; under resolveMu.
+	// last read of the catalog, "" when it was read without one; under resolveMu.
 	// catalog_refresh compares it with the catalog's of the moment and reads the
 	// catalog again only when they differ (catchUp).
 	fingerprint string
@@ -175,7 +175,6 @@ func (f *fence) due() bool {
 func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
 	cur := f.current().policy
 	start := time.Now().UnixNano()
-	var fp string
 	var done func()
 	defer func() {
 		if done != nil {
@@ -207,7 +206,6 @@ func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
 				f.readAt.Store(start)
 				return nil
 			}
-			fp = got
 		}
 	}
 	// The snapshot is read on a fresh connection: outside the application's
@@ -226,7 +224,7 @@ func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
 			return nil
 		}
 	}
-	return f.reloadAt(ctx, q, fp, start)
+	return f.reloadAt(ctx, q, start)
 }
 
 // refresh reads the catalog again through q, after DDL through the driver, and
@@ -238,14 +236,14 @@ func (f *fence) refresh(ctx context.Context, q front.Querier) error {
 }
 
 func (f *fence) reload(ctx context.Context, q front.Querier) error {
-	return f.reloadAt(ctx, q, "", time.Now().UnixNano())
+	return f.reloadAt(ctx, q, time.Now().UnixNano())
 }
 
 // reloadAt reads the catalog and swaps in an enforcer for it, unless it found the
 // rows the enforcer in use was made from: then that one, its decision cache and the
-// connections' memos stay (decisions depend on nothing else). fp is the fingerprint
-// read before, at start ("" for none).
-func (f *fence) reloadAt(ctx context.Context, q front.Querier, fp string, start int64) error {
+// connections' memos stay (decisions depend on nothing else). start is when the
+// read was asked for: catalog_refresh's period counts from it.
+func (f *fence) reloadAt(ctx context.Context, q front.Querier, start int64) error {
 	// Cleared first: the guard's word that arrives during the read is kept.
 	f.stale.Store(false)
 	f.fingerprint = ""
@@ -266,7 +264,7 @@ func (f *fence) reloadAt(ctx context.Context, q front.Querier, fp string, start 
 		return catalogError(err)
 	}
 	f.readAt.Store(start)
-	f.fingerprint = fp
+	f.fingerprint = p.CatalogFingerprint
 	if f.resolved && p.SameCatalog(f.current().policy) {
 		f.kept.Add(1)
 		return nil

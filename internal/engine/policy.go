@@ -82,6 +82,9 @@ type Policy struct {
 	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
 	// keeps other sessions' DDL from reaching the fence (catalogMissing).
 	CatalogMissing string
+	// CatalogFingerprint is the catalog's fingerprint, read before the snapshot where
+	// catalog_refresh will read it again ("" otherwise; pgcatalog.Fingerprint).
+	CatalogFingerprint string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.
