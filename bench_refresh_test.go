@@ -27,7 +27,9 @@ import (
 //	go test -run '^$' -bench RefreshSteady -benchtime 6000x -count 3 .
 //
 // misses is how many statements were decided again during the timed run: 0 when
-// every period found the catalog unchanged and kept the decisions.
+// every period found the catalog unchanged and kept the decisions; fingerprints and
+// full-reads how many periods read the fingerprint, and how many the whole catalog
+// after the first read.
 func BenchmarkRefreshSteady(b *testing.B) {
 	dsn, _, p := benchDatabase(b)
 	ctx := sqlfence.WithEpoch(context.Background(), benchEpoch)
@@ -107,12 +109,19 @@ func BenchmarkRefreshSteady(b *testing.B) {
 				before, _ := sqlfence.CacheStatsOf(connector)
 				var i, j atomic.Int64
 				alternate(b, 1, "sqlfence",
-					func(int) error { s := w.stmts[int(i.Add(1)-1)%len(w.stmts)]; return exec(fenced, s.text, s.args, s.read) },
-					func(int) error { s := w.stmts[int(j.Add(1)-1)%len(w.stmts)]; return exec(raw, s.raw, s.rawArgs, s.read) })
+					func(int) error {
+						s := w.stmts[int(i.Add(1)-1)%len(w.stmts)]
+						return exec(fenced, s.text, s.args, s.read)
+					},
+					func(int) error {
+						s := w.stmts[int(j.Add(1)-1)%len(w.stmts)]
+						return exec(raw, s.raw, s.rawArgs, s.read)
+					})
 				after, _ := sqlfence.CacheStatsOf(connector)
 				b.ReportMetric(float64(after.Misses-before.Misses), "misses")
-				ch, rd, kp := sqlfence.RefreshCounters(connector)
-				b.Logf("checks %d reads %d kept %d", ch, rd, kp)
+				checks, reads, _ := sqlfence.RefreshCounters(connector)
+				b.ReportMetric(float64(checks), "fingerprints")
+				b.ReportMetric(float64(reads-1), "full-reads")
 				if after.Misses != before.Misses {
 					b.Logf("%s: %d statements decided again in steady state", fmt.Sprint(w.name, "/", refresh), after.Misses-before.Misses)
 				}
