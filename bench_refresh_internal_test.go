@@ -21,13 +21,15 @@ import (
 //
 //   - unchanged: the fingerprint, read on that connection, has not moved: nothing
 //     else is read, nothing is swapped.
+//
 //   - same-rows: another session created a table without an epoch column: the
 //     fingerprint moved, the catalog is read again on a new connection, and the rows
 //     are those the enforcer in use was made from, which stays.
+//
 //   - changed: another session replaced a function's body: read again, and a new
 //     enforcer (an empty decision cache) swapped in.
 //
-//	go test -run '^$' -bench CatalogRefresh -count 3 .
+//     go test -run '^$' -bench CatalogRefresh -count 3 .
 func BenchmarkCatalogRefresh(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -72,7 +74,10 @@ func BenchmarkCatalogRefresh(b *testing.B) {
 	}{
 		{"unchanged", nil, false},
 		{"same-rows", func() string { n++; return fmt.Sprintf("CREATE TABLE other_%d (x int)", n) }, false},
-		{"changed", func() string { n++; return fmt.Sprintf("CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT %d'", n) }, true},
+		{"changed", func() string {
+			n++
+			return fmt.Sprintf("CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT %d'", n)
+		}, true},
 	} {
 		b.Run(kind.name, func(b *testing.B) {
 			err := app.Raw(func(dc any) error {
