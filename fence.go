@@ -61,6 +61,8 @@ type fence struct {
 	ready  atomic.Bool
 	stale  atomic.Bool
 	readAt atomic.Int64
+	// checkedAt: when the catalog version was last read (versionCheck).
+	checkedAt atomic.Int64
 	// claimsKnown: every unqualified claim table's schema is known (claimschema.go).
 	claimsKnown atomic.Bool
 	// dial opens a fresh connection of the inner connector for reading the catalog
@@ -146,12 +148,28 @@ func (f *fence) Ready(ctx context.Context, q front.Querier) error {
 	return nil
 }
 
-// due reports whether catalog_refresh asks for a new read: only where the database
-// has no catalog version, so that DDL of other sessions is seen within the period.
+// due reports whether catalog_refresh asks for a new read, where the database has no
+// catalog version, so that DDL of other sessions is seen within the period; or,
+// where it has one, whether versionCheck has passed since the version was last read.
 func (f *fence) due() bool {
 	p := f.current().policy
-	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && time.Now().UnixNano()-f.readAt.Load() >= int64(p.CatalogRefresh)
+	now := time.Now().UnixNano()
+	if p.CatalogVersion > 0 {
+		return now-f.checkedAt.Load() >= int64(versionCheck)
+	}
+	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && now-f.readAt.Load() >= int64(p.CatalogRefresh)
 }
+
+// versionCheck is how often, at most, a connector reads the catalog version again
+// where the database has one, before a statement: one query (on a fresh connection
+// for the database/sql connector). The version moves with every DDL statement the
+// event triggers see, and the guard refuses what was decided before it (SF005); the
+// read finds what they cannot see — the event triggers disabled, dropped, or no
+// longer enabled always, DDL made meanwhile (their rows changed), or the guard's
+// trigger disabled on a protected table — and reads the catalog again, which then
+// says what is missing (SF524). So DDL that moved no version is seen within
+// versionCheck.
+const versionCheck = time.Second
 
 // catchUp reads the catalog again over a fresh connection when the front gives one.
 // With a catalog version, a version that has not moved keeps the snapshot (the
@@ -167,12 +185,14 @@ func (f *fence) catchUp(ctx context.Context, q front.Querier) error {
 	}
 	if cur := f.current().policy; cur.CatalogVersion > 0 {
 		f.stale.Store(false)
+		start := time.Now().UnixNano()
 		v, err := pgcatalog.Version(ctx, q)
 		if err != nil {
 			f.stale.Store(true)
 			return err
 		}
-		if v.Installed() && v.Version == cur.CatalogVersion {
+		if v.Same(cur.CatalogRead) {
+			f.checkedAt.Store(start)
 			return nil
 		}
 	}
@@ -207,6 +227,7 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 		return catalogError(err)
 	}
 	f.readAt.Store(start)
+	f.checkedAt.Store(start)
 	e := newEnforcer(p, f.cfg)
 	if old := f.enforcer.Swap(e); old != nil {
 		st := old.eng.Stats()

@@ -186,6 +186,17 @@ func earlyCommitError(s pgcatalog.Session) *Error {
 		Fix: "remove the setting where it comes from: the DSN's options (-c synchronous_commit=…), a role or database default (ALTER ROLE … RESET synchronous_commit, ALTER DATABASE … RESET synchronous_commit), or the server's configuration, whose default must be on, remote_apply or remote_write"}
 }
 
+// replicationRoleError is the refusal of a session whose session_replication_role
+// is not origin, from whatever set it.
+func replicationRoleError(s pgcatalog.Session) *Error {
+	return &Error{Kind: ErrRefused, Code: rulecode.ReplicationRole,
+		Reason: "the session's session_replication_role is " + s.ReplicationRole + " (a startup parameter, a role or database default, or the server's configuration): " +
+			"in replica mode ordinary triggers, rules and foreign-key actions do not fire, so a statement does something else than sqlfence decided from the catalog, " +
+			"and a database guard whose triggers are not enabled always does not check it; so no statement runs on this session",
+		Fix: "remove the setting where it comes from: the DSN's options (-c session_replication_role=…), a role or database default (ALTER ROLE … IN DATABASE … RESET session_replication_role, ALTER DATABASE … RESET session_replication_role), or the server's configuration; " +
+			"replication tools that need replica mode connect without sqlfence"}
+}
+
 // Session is front.Fence.Session: one query on a new session, before its first
 // statement (and before the catalog is read on it).
 func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, error) {
@@ -205,7 +216,8 @@ func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (f
 	}, nil
 }
 
-// session reads where q's server stands and its synchronous_commit, and judges them.
+// session reads where q's server stands, its synchronous_commit and its
+// session_replication_role, and judges them.
 // The check it returns is nil where nothing is to be checked per statement (a
 // standby, an unknown timeline). conn is q's pgx connection (nil on another driver):
 // a fresh connector first reads the other hosts of its DSN (probe.go).
@@ -217,6 +229,11 @@ func (f *fence) session(ctx context.Context, q front.Querier, conn *pgx.Conn) (*
 	}
 	if !s.Standby && s.EarlyCommit() {
 		e := earlyCommitError(s)
+		f.refused(ctx, e)
+		return nil, e
+	}
+	if s.NotOrigin() {
+		e := replicationRoleError(s)
 		f.refused(ctx, e)
 		return nil, e
 	}

@@ -49,6 +49,7 @@ var notRendered = map[string]string{
 	rulecode.DynamicWrite:        "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
 	rulecode.BehindHistory:       "needs a server on an older timeline than one the connector used (a promotion): history_db_test.go in the root package produces it, the history taught synthetically",
 	rulecode.OtherCluster:        "needs a second cluster: history_db_test.go in the root package produces it (TestConnectRefusesOtherCluster)",
+	rulecode.ReplicationRole:     "needs a session whose session_replication_role is not origin (a role default): catalog_replica_test.go in the root package produces it (TestGuardInReplicaSessions)",
 	rulecode.ClaimLost:           "the claim helpers' error: claim/failover_test.go (TestFailoverAlarm) and claim/failover_cluster_test.go produce it",
 	rulecode.NoSyncStandby:       "the claim helpers' error: claim/failover_test.go (TestRequireSynchronousStandby) produces it",
 	rulecode.ClaimUnknown:        "the claim helpers' error: claim/failover_test.go (TestClaimOutcomeUnknown) produces it",
