@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,9 +250,7 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 			server = engine.ServerVersionNum(status("server_version"))
 		}
 		if server < engine.ParserVersion {
-			if d := f.current().eng.Decide(query).OnServer(server); d.Act() == engine.ActRefuse && d.Refusal().Code == rulecode.ServerVersion {
-				err = publicError(d.Refusal().ForStatement(query, 0))
-			}
+			err = olderServer(f.current().eng.Decide(query), server, query)
 		}
 	}
 	if err == nil {
@@ -261,6 +260,25 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 		e.emit(ctx, Event{Outcome: OutcomeRefuse, Statement: query, Err: err}, false) // refused in shadow mode too
 	}
 	return err
+}
+
+// olderServer refuses, for a front that binds the parser's decision d (pgxfence),
+// a statement that a server of version server reads otherwise: its refusal there,
+// or SF706 when that reading would be sent otherwise. Where both readings pass, the
+// text goes as it is, and means on that server what that server's reading passed.
+func olderServer(d *engine.Decision, server int, query string) *Error {
+	od := d.OnServer(server)
+	switch {
+	case od == d:
+		return nil
+	case od.Act() == engine.ActRefuse:
+		return publicError(od.Refusal().ForStatement(query, 0))
+	case od.Act() == engine.ActPass && d.Act() == engine.ActPass:
+		return nil
+	}
+	return publicError(&engine.Error{Kind: engine.KindRefused, Code: rulecode.ServerVersion, Statement: query, Table: od.TableNames(),
+		Reason: "this connection's server (version " + strconv.Itoa(server/10000) + ") reads the statement otherwise than sqlfence's parser (PostgreSQL 17's grammar) — a word that is a keyword to the parser is an identifier or a function name there — and pgxfence fences a statement as the parser reads it",
+		Fix:    "use the registered driver \"sqlfence\" (database/sql), which fences the statement as the server reads it, or write it without the newer keyword"})
 }
 
 func (f *fence) Bind(ctx context.Context, query string, args []any) (front.Call, error) {

@@ -23,7 +23,6 @@ import (
 // Config() copies the whole configuration).
 type fence struct {
 	f     front.Fence
-	ready atomic.Bool // Ready succeeded: resolve: catalog has been read
 	mode  pgx.QueryExecMode
 	// key names this fence's record of each connection's session in the
 	// connection's PgConn.CustomData (session.go): unique to the fence, so that two
