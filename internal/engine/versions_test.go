@@ -98,9 +98,9 @@ func TestOlderReadings(t *testing.T) {
 	p := (&Policy{Source: plain.Source, EpochColumn: plain.EpochColumn, Mode: plain.Mode, Stale: plain.Stale, Enforce: plain.Enforce,
 		Tables: plain.Tables, Functions: []QualifiedName{{Schema: "public", Name: "json_object"}}, Claims: plain.Claims}).Index()
 	for _, c := range []struct {
-		sql          string
-		pg15, pg16   string // the code of the decision there: "" passes, "rewrite", or a rule code
-		same15, same16 bool  // the decision there is the parser's
+		sql            string
+		pg15, pg16     string // the code of the decision there: "" passes, "rewrite", or a rule code
+		same15, same16 bool   // the decision there is the parser's
 	}{
 		{"SELECT json_object(5)", rulecode.ListedFunction, "", false, true},
 		{"SELECT JSON_OBJECT('a': 1)", rulecode.ServerVersion, "", false, true},
