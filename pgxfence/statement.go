@@ -59,11 +59,11 @@ func (fe *fence) usable(ctx context.Context, t target) (*engine.Defaults, error)
 	if err != nil {
 		return nil, err
 	}
-	if !fe.ready.Load() {
-		if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
-			return nil, err
-		}
-		fe.ready.Store(true)
+	// Every statement: Ready reads the catalog again when the guard said it changed
+	// (SF005), when catalog_refresh has passed, or, with a catalog version, when it
+	// is time to read the version again; otherwise it costs a few atomic loads.
+	if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
+		return nil, err
 	}
 	return def, nil
 }
