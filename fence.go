@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
@@ -265,6 +267,10 @@ func (f *fence) Bind(ctx context.Context, query string, args []any) (front.Call,
 		c.Args = append(c.Args, b.Claim.Key())
 	}
 	return c, nil
+}
+
+func (f *fence) ParseRefused(ctx context.Context, pc *pgconn.PgConn, query string, err error) error {
+	return parseRefused(ctx, pc, query, err)
 }
 
 func (f *fence) Check(ctx context.Context, q front.Querier, c *front.Call, affected int64) error {

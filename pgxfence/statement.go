@@ -127,6 +127,9 @@ func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kin
 		}
 	}
 	if c, err = fe.f.Bind(ctx, sql, args); err != nil {
+		if t.conn != nil {
+			err = fe.f.ParseRefused(ctx, t.conn.PgConn(), sql, err)
+		}
 		return c, nil, err
 	}
 	if kind == forExec && len(args) == 0 && c.Fenced {
