@@ -113,12 +113,37 @@ func main() {
 	results := make([]map[string]*outcome, len(runs))
 	for i, r := range runs {
 		start := time.Now()
-		res, err := runSuite(ctx, cluster, work, r.name, r.policy, r.setup, *run)
+		res, err := runSuite(ctx, cluster, work, r.name, r.name, r.policy, r.setup, *run)
 		if err != nil {
 			log.Fatalf("suite: %s: %v", r.name, err)
 		}
-		results[i] = res
 		log.Printf("suite: %s: %s in %s", r.name, tally(res), time.Since(start).Round(time.Second))
+		// A test refused by sqlfence (a rule code in its output) can leave GORM's
+		// shared tables half migrated — TestMigrate's DROP TABLE users is refused
+		// after it dropped others — and later tests then fail for that alone. So the
+		// tests that failed with no rule code where plain pgx passed run again,
+		// together, on a fresh database: their second outcome is their own.
+		if i > 0 {
+			var again []string
+			for t, o := range res {
+				if p := results[0][t]; o.action == "fail" && len(o.codes) == 0 && p != nil && p.action == "pass" {
+					again = append(again, regexp.QuoteMeta(t))
+				}
+			}
+			if len(again) > 0 {
+				sort.Strings(again)
+				alone, err := runSuite(ctx, cluster, work, r.name, r.name+"_again", r.policy, r.setup, "^("+strings.Join(again, "|")+")$")
+				if err != nil {
+					log.Fatalf("suite: %s, again: %v", r.name, err)
+				}
+				log.Printf("suite: %s: the %d tests that failed with no rule code, again on a fresh database: %s", r.name, len(again), tally(alone))
+				for t, o := range alone {
+					o.again = true
+					res[t] = o
+				}
+			}
+		}
+		results[i] = res
 	}
 	fmt.Printf("GORM's test suite (%s), top-level tests:\n", *gormDir)
 	for i, r := range runs {
@@ -214,13 +239,16 @@ type outcome struct {
 	action string // pass, fail, skip
 	codes  map[string]bool
 	first  string // the first line naming a rule code, for the report
+	// firstFail is the first line of the test's own output (a failed assertion).
+	firstFail string
+	again     bool // the outcome of the run again on a fresh database
 }
 
 var ruleCode = regexp.MustCompile(`\[SF\d{3}\]`)
 
 // runSuite runs GORM's tests once, on a fresh database.
-func runSuite(ctx context.Context, cluster *pgcluster.Cluster, work, name, policy, setup, pattern string) (map[string]*outcome, error) {
-	db := "gorm_" + name
+func runSuite(ctx context.Context, cluster *pgcluster.Cluster, work, name, dbName, policy, setup, pattern string) (map[string]*outcome, error) {
+	db := "gorm_" + dbName
 	admin, err := pgx.Connect(ctx, cluster.DSN())
 	if err != nil {
 		return nil, err
@@ -244,7 +272,7 @@ func runSuite(ctx context.Context, cluster *pgcluster.Cluster, work, name, polic
 	}
 	dsn := plainDSN + "&TimeZone=Asia/Shanghai"
 	if policy != "" {
-		path := filepath.Join(work, "sqlfence-"+name+".yaml")
+		path := filepath.Join(work, "sqlfence-"+dbName+".yaml")
 		if err := os.WriteFile(path, []byte(policy), 0o644); err != nil {
 			return nil, err
 		}
@@ -284,6 +312,9 @@ func runSuite(ctx context.Context, cluster *pgcluster.Cluster, work, name, polic
 		}
 		switch {
 		case ev.Action == "output":
+			if line := strings.TrimSpace(ev.Output); o.firstFail == "" && strings.Contains(line, "_test.go:") {
+				o.firstFail = line
+			}
 			for _, c := range ruleCode.FindAllString(ev.Output, -1) {
 				o.codes[strings.Trim(c, "[]")] = true
 				if o.first == "" {
@@ -302,10 +333,10 @@ func runSuite(ctx context.Context, cluster *pgcluster.Cluster, work, name, polic
 			return nil, err
 		}
 		var stamped, all int64
-		err = c.QueryRow(ctx, `SELECT count(*) FILTER (WHERE writer_epoch > 1000), count(*) FROM users`).Scan(&stamped, &all)
+		err = c.QueryRow(ctx, `SELECT count(*) FILTER (WHERE writer_epoch > 0), count(*) FROM users`).Scan(&stamped, &all)
 		c.Close(ctx)
 		if err == nil {
-			log.Printf("suite: users: %d of the %d rows left in users carry an epoch sqlfence wrote", stamped, all)
+			log.Printf("suite: %s: %d of the %d rows left in users carry an epoch sqlfence wrote", dbName, stamped, all)
 		}
 	}
 	if len(res) == 0 {
@@ -356,8 +387,14 @@ func diff(plain, other map[string]*outcome) {
 		}
 		sort.Strings(codes)
 		fmt.Printf("  %-50s %s -> %s %s\n", t, pa, oa, strings.Join(codes, " "))
-		if o != nil && o.first != "" {
+		if o != nil && o.again {
+			fmt.Printf("      (again on a fresh database: it failed in the full run with no rule code)\n")
+		}
+		switch {
+		case o != nil && o.first != "":
 			fmt.Printf("      %s\n", abbreviate(o.first, 300))
+		case o != nil && o.firstFail != "":
+			fmt.Printf("      %s\n", abbreviate(o.firstFail, 300))
 		}
 	}
 	if same {
