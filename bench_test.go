@@ -1,6 +1,6 @@
 package sqlfence_test
 
-// Performance of sqlfence, in three groups (README, "Performance"):
+// Performance of sqlfence, in three groups (docs/performance.md):
 //
 //   - BenchmarkDB: sqlfence against the same SQL on raw pgx, on the test helper's
 //     PostgreSQL, interleaved statement by statement, with 1 and 8 workers.
@@ -78,7 +78,7 @@ const (
 // next, so the two sides are never run one after the other: every worker alternates
 // between them statement by statement (starting with each side on every other
 // iteration), and each side's time is recorded separately. Both sides see the same
-// machine at the same moments; their ratios are what the README reports:
+// machine at the same moments; their ratios are what docs/performance.md reports:
 //
 //	throughput-ratio = raw-ns/op ÷ sqlfence-ns/op          (1.00 = as fast as raw pgx)
 //	median-ratio     = median raw ÷ median sqlfence latency (the same, robust to stalls)

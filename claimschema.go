@@ -61,7 +61,7 @@ func (s *claimSchemas) resolve(ctx context.Context, q engine.Querier, p *engine.
 // unqualified one in the schema the policy names for it, or else the schema it
 // resolved to in a fresh session. A claim table the policy does not list, or one
 // that did not exist when the connections were opened, stays as written: its name
-// resolves through the session's search_path (the README says so).
+// resolves through the session's search_path (docs/concepts.md, "Claim-checked writes", says so).
 func (s *claimSchemas) qualify(cc *engine.ClaimCheck, p *engine.Policy) *engine.ClaimCheck {
 	if cc == nil {
 		return nil

@@ -38,10 +38,11 @@ func codeProblem(err error) string {
 
 func strconvQuote(s string) string { return `"` + s + `"` }
 
-// TestRuleCodesDocumented: the README's table lists exactly the codes defined, each
-// once, with the anchor the SARIF help links to and the title the table holds.
+// TestRuleCodesDocumented: the rule codes table (docs/errors.md, "Rule codes") lists
+// exactly the codes defined, each once, with the anchor the SARIF help links to and
+// the title the table holds.
 func TestRuleCodesDocumented(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(rulecode.DocFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +54,14 @@ func TestRuleCodesDocumented(t *testing.T) {
 		info, ok := rulecode.Lookup(code)
 		switch {
 		case !ok:
-			t.Errorf("README documents %s, which internal/rulecode does not define", code)
+			t.Errorf("%s documents %s, which internal/rulecode does not define", rulecode.DocFile, code)
 			continue
 		case anchor != strings.ToLower(code) || !strings.HasSuffix(rulecode.HelpURI(code), "#"+anchor):
-			t.Errorf("README: %s has the anchor %q", code, anchor)
+			t.Errorf("%s: %s has the anchor %q", rulecode.DocFile, code, anchor)
 		case kind != string(info.Kind):
-			t.Errorf("README: %s is documented as %q, defined as %q", code, kind, info.Kind)
+			t.Errorf("%s: %s is documented as %q, defined as %q", rulecode.DocFile, code, kind, info.Kind)
 		case !strings.HasPrefix(title, info.Title):
-			t.Errorf("README: %s: the row starts %q, want the title %q", code, title, info.Title)
+			t.Errorf("%s: %s: the row starts %q, want the title %q", rulecode.DocFile, code, title, info.Title)
 		}
 	}
 	var defined []string
@@ -71,7 +72,7 @@ func TestRuleCodesDocumented(t *testing.T) {
 		defined = append(defined, i.Code)
 	}
 	if !slices.Equal(documented, defined) {
-		t.Errorf("README's rule codes, in order:\n  %v\nwant the codes defined:\n  %v", documented, defined)
+		t.Errorf("%s's rule codes, in order:\n  %v\nwant the codes defined:\n  %v", rulecode.DocFile, documented, defined)
 	}
 }
 

@@ -42,7 +42,7 @@
 // fenced write that matched only rows a newer epoch wrote fails with [ErrFenced]; in
 // strict mode, a second write of the same row by the same epoch fails with
 // [ErrAlreadyWritten]. Each is an [*Error] carrying the table, the epochs, the fix and
-// a stable rule code (Error.Code, "SF301"; the README lists them).
+// a stable rule code (Error.Code, "SF301"; docs/errors.md lists them).
 //
 // [Policy.Plan] shows what sqlfence would do with a statement without a database; the
 // sqlfence command (cmd/sqlfence) lints SQL files with the same analysis.

@@ -90,7 +90,7 @@ func OpenConnector(dsn string, opts ...ConnectorOption) (driver.Connector, error
 	}
 	if path == "" {
 		return nil, errors.New("sqlfence: no policy: add " + PolicyParam + "=PATH to the DSN or set " + PolicyEnv +
-			"=PATH; sqlfence never runs without one (see the README for the policy format)")
+			"=PATH; sqlfence never runs without one (docs/policy.md gives the policy format)")
 	}
 	p, err := LoadPolicy(path)
 	if err != nil {

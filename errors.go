@@ -29,7 +29,7 @@ var (
 // Error is the concrete error behind every sentinel.
 type Error struct {
 	Kind        error  // ErrFenced, ErrUnfenced, ErrRefused or ErrAlreadyWritten
-	Code        string // the rule, stable across releases ("SF301": TRUNCATE of a protected table); the README lists every code
+	Code        string // the rule, stable across releases ("SF301": TRUNCATE of a protected table); docs/errors.md lists every code
 	Table       string // the protected table, as the policy names it ("" when not about one table)
 	Epoch       int64  // this execution's epoch (0 when the context had none; for SF202 the bad value given)
 	StoredEpoch int64  // the epoch found on the row, valid when HasStored

@@ -25,7 +25,7 @@ import (
 
 // ChaosRoundsEnv sets how many rounds of failovers the Patroni chaos run makes (1
 // unless set): go test ./claim -run PatroniChaos with SQLFENCE_CHAOS_ROUNDS=10 is
-// the long run the README reports.
+// the long run docs/deploying.md reports.
 const ChaosRoundsEnv = "SQLFENCE_CHAOS_ROUNDS"
 
 // chaosTable is one jobs table of the chaos run: one epoch source, in today's

@@ -139,8 +139,8 @@
 // on, whatever the session set: with a synchronous standby, none is acknowledged
 // before the standby has it, and a failover loses none.
 // RequireSynchronousStandby refuses claims while no synchronous standby is
-// attached (ErrNoSynchronousStandby). The README's "Failover and replication"
-// says what holds under each replication setting.
+// attached (ErrNoSynchronousStandby). The "Failover and replication" section of
+// docs/deploying.md says what holds under each replication setting.
 //
 // # Claim-checked writes, and what fencing promises
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/sqlfence/sqlfence/pgxfence"
 )
 
-// The README's "With pgx directly" snippets, compiled here.
+// The snippets of docs/pgx.md ("With pgx directly"), compiled here.
 
 func Example() {
 	ctx := context.Background()

@@ -21,13 +21,13 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-var update = flag.Bool("update", false, "rewrite the golden outputs in testdata (which the README shows) with what the commands print")
+var update = flag.Bool("update", false, "rewrite the golden outputs in testdata (which the README and docs/ show) with what the commands print")
 
 // demoVaries matches what differs between two runs of the demo: the server's
 // version and the timings.
 var demoVaries = regexp.MustCompile(`PostgreSQL \d+(\.\d+)?|\d+\.\ds`)
 
-// wantGolden compares a command's output with the golden file the README shows,
+// wantGolden compares a command's output with the golden file the docs show,
 // except for what varies matches; -update rewrites the file with this run's output.
 func wantGolden(t *testing.T, file, got string, varies *regexp.Regexp) {
 	t.Helper()
@@ -44,7 +44,7 @@ func wantGolden(t *testing.T, file, got string, varies *regexp.Regexp) {
 		varies = regexp.MustCompile(`$^`) // nothing varies
 	}
 	if varies.ReplaceAllString(got, "…") != varies.ReplaceAllString(string(want), "…") {
-		t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", got, file, want)
+		t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the docs)\n%s", got, file, want)
 	}
 }
 
@@ -99,9 +99,9 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// TestReadmeCheck runs the README's sqlfence check example on the files in
+// TestReadmeCheck runs the sqlfence check example of docs/cli.md on the files in
 // testdata/readme and keeps what it prints, command line first, in
-// testdata/readme/check.txt, which the README shows.
+// testdata/readme/check.txt, which docs/cli.md shows.
 func TestReadmeCheck(t *testing.T) {
 	t.Chdir("testdata/readme")
 	args := []string{"check", "--policy", "sqlfence.yaml", "migrations", "scripts"}

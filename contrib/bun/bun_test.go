@@ -1,6 +1,6 @@
 // Tests of bun on tables sqlfence protects: the model tags, RETURNING, upserts, and
 // what sqlfence says when a model writes the epoch column. No code of its own is
-// needed; the README's bun section is compiled by Example.
+// needed; the bun section of docs/orms-and-queues.md is compiled by Example.
 package sqlfencebun_test
 
 import (

@@ -12,7 +12,7 @@ import (
 	"github.com/sqlfence/sqlfence"
 )
 
-// The README's bun snippet (compiled, not run: it needs a server).
+// The bun snippet of docs/orms-and-queues.md (compiled, not run: it needs a server).
 func Example() {
 	ctx, epoch := context.Background(), int64(7) // epoch: from the job's claim
 

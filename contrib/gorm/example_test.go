@@ -13,7 +13,7 @@ import (
 	sqlfencegorm "github.com/sqlfence/sqlfence/contrib/gorm"
 )
 
-// The README's GORM snippet (compiled, not run: it needs a server).
+// The GORM snippet of docs/orms-and-queues.md (compiled, not run: it needs a server).
 func Example() {
 	ctx, epoch := context.Background(), int64(7) // epoch: from the job's claim
 

@@ -3,5 +3,5 @@
 // the throwaway PostgreSQL cluster of internal/pgtest. They live in a module of
 // their own because they need the pgbouncer binary (Debian: apt-get install -y
 // pgbouncer, which .ci/run does), which the core's `go test ./...` should not
-// require. The README's "Behind PgBouncer" section is what they check.
+// require. The "Behind PgBouncer" section of docs/deploying.md is what they check.
 package pgbouncer

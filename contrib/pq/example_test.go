@@ -9,7 +9,7 @@ import (
 	"github.com/sqlfence/sqlfence"
 )
 
-// The README's lib/pq snippet (compiled, not run: it needs a server).
+// The lib/pq snippet of docs/orms-and-queues.md (compiled, not run: it needs a server).
 func Example() {
 	policy, err := sqlfence.LoadPolicy("sqlfence.yaml")
 	if err != nil {

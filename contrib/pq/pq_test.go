@@ -1,5 +1,5 @@
 // Tests of sqlfence over lib/pq: sqlfence.NewConnector wraps pq's connector. No code
-// of its own is needed; the README's lib/pq snippet is compiled by Example.
+// of its own is needed; the lib/pq snippet of docs/orms-and-queues.md is compiled by Example.
 package sqlfencepq_test
 
 import (

@@ -15,7 +15,7 @@ import (
 	sqlfenceriver "github.com/sqlfence/sqlfence/contrib/river"
 )
 
-// README:begin — the README's "### River" block, checked by TestREADMEExample.
+// README:begin — the "River" block of docs/orms-and-queues.md, checked by TestREADMEExample.
 
 // Shipment is a River job that writes the protected inventory table.
 type Shipment struct {
@@ -71,7 +71,7 @@ func newRiverClient(db *sql.DB) (*river.Client[*sql.Tx], error) {
 
 // README:end
 
-// TestREADMEExample checks that the README's River code is the code above,
+// TestREADMEExample checks that the River code of docs/orms-and-queues.md is the code above,
 // and runs it.
 func TestREADMEExample(t *testing.T) {
 	t.Parallel()
@@ -83,22 +83,22 @@ func TestREADMEExample(t *testing.T) {
 	begin := strings.Index(s, "// README:begin")
 	end := strings.Index(s, "// README:end")
 	region := strings.TrimSpace(s[strings.Index(s[begin:], "\n")+begin : end])
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/orms-and-queues.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := string(readme)
-	i := strings.Index(r, "\n### River\n")
+	i := strings.Index(r, "\n## River\n")
 	if i < 0 {
-		t.Fatal("README has no ### River section")
+		t.Fatal("docs/orms-and-queues.md has no ## River section")
 	}
 	j := strings.Index(r[i:], "```go\n")
 	k := strings.Index(r[i+j+6:], "```")
 	if j < 0 || k < 0 {
-		t.Fatal("README's ### River section has no go block")
+		t.Fatal("the ## River section of docs/orms-and-queues.md has no go block")
 	}
 	if block := strings.TrimSpace(r[i+j+6 : i+j+6+k]); block != region {
-		t.Errorf("README's River code differs from readme_test.go's README region:\n--- README\n%s\n--- readme_test.go\n%s", block, region)
+		t.Errorf("the River code of docs/orms-and-queues.md differs from readme_test.go's README region:\n--- docs/orms-and-queues.md\n%s\n--- readme_test.go\n%s", block, region)
 	}
 
 	e := newEnv(t, nil)

@@ -10,7 +10,7 @@ import (
 	_ "github.com/sqlfence/sqlfence/contrib/sqlx" // sqlx.BindDriver("sqlfence", sqlx.DOLLAR)
 )
 
-// The README's sqlx snippet (compiled, not run: it needs a server).
+// The sqlx snippet of docs/orms-and-queues.md (compiled, not run: it needs a server).
 func Example() {
 	ctx, epoch := context.Background(), int64(7) // epoch: from the job's claim
 

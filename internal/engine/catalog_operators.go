@@ -49,8 +49,8 @@ func operatorNames(n any) (schema string, ops []string) {
 }
 
 // judgeOperators judges the operators n names or implies against the catalog's user
-// operators; without the catalog they are not seen (README, "What sqlfence cannot
-// see").
+// operators; without the catalog they are not seen (docs/policy.md,
+// "What sqlfence cannot see").
 func judgeOperators(p *Policy, n any) *Error {
 	s := p.catalog
 	if s == nil || len(s.operators) == 0 {

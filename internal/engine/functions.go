@@ -75,8 +75,8 @@ func (p *Policy) columnNotation(f *pg.FuncCall) bool {
 // policy lists, a built-in sqlfence refuses, or — with resolve: catalog — a user
 // function of that name, in any schema, that the notation can reach and sqlfence
 // refuses (judgeAttributeCall). A name that reaches nothing refused is read as the column it most often is; without
-// the catalog a user function called this way is not seen (README, "What sqlfence
-// cannot see"). anyArg says the argument may be of any type ((t.c).f); otherwise it
+// the catalog a user function called this way is not seen (docs/policy.md, "What
+// sqlfence cannot see"). anyArg says the argument may be of any type ((t.c).f); otherwise it
 // is a whole row, which none of the built-ins sqlfence refuses takes (so a column
 // named system is not taken for the table-sampling handler).
 func judgeAttributes(p *Policy, fields []*pg.Node, anyArg bool) *Error {

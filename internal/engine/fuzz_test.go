@@ -338,7 +338,7 @@ func writtenRelation(m protoreflect.Message) *pg.RangeVar {
 	return nil
 }
 
-// protectedTable reads the policy the way the README states it: an unqualified entry
+// protectedTable reads the policy the way docs/policy.md states it: an unqualified entry
 // protects the name in every schema; a qualified entry protects that schema's table
 // and unqualified references to the name.
 func protectedTable(p *Policy, rv *pg.RangeVar) *Table {

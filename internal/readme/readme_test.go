@@ -25,19 +25,45 @@ import (
 	"github.com/sqlfence/sqlfence"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's file and output blocks from the files they show")
+var update = flag.Bool("update", false, "rewrite the docs' file and output blocks from the files they show")
 
 // root is the repository, relative to this package.
 const root = "../.."
 
-// A block is one fenced code block of the README.
+// docFiles are the documents checked, relative to the repository: the README and
+// every guide under docs/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md"}
+	for _, g := range guides {
+		rel, err := filepath.Rel(root, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, filepath.ToSlash(rel))
+	}
+	if len(files) == 1 {
+		t.Fatal("no guides under docs/")
+	}
+	return files
+}
+
+// A block is one fenced code block of a document.
 type block struct {
+	file   string // the document, relative to the repository
 	line   int    // of the opening fence, 1-based
 	lang   string // after the opening fence
 	text   string // between the fences, with the final newline
 	marker string // the <!-- readme: … --> comment just before the block, without the wrapping
-	start  int    // byte offset of text in the README
+	start  int    // byte offset of text in the document
 }
+
+// pos is where the block starts, as file:line.
+func (b block) pos() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
 // The markers. Go blocks without one type-check against the root module.
 //
@@ -52,9 +78,9 @@ type block struct {
 //	<!-- readme: sample REASON -->  shown, not checked, and the reason why
 var markerRE = regexp.MustCompile(`^<!-- readme: (.*?) -->$`)
 
-func readBlocks(t *testing.T) (string, []block) {
+func readBlocks(t *testing.T, file string) (string, []block) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +98,7 @@ func readBlocks(t *testing.T) (string, []block) {
 			}
 			continue
 		}
-		b := block{line: i + 1, lang: strings.TrimSpace(strings.TrimPrefix(l, "```")), start: offset}
+		b := block{file: file, line: i + 1, lang: strings.TrimSpace(strings.TrimPrefix(l, "```")), start: offset}
 		if m := markerRE.FindStringSubmatch(prev); m != nil {
 			b.marker = m[1]
 		}
@@ -82,7 +108,7 @@ func readBlocks(t *testing.T) (string, []block) {
 			offset += len(lines[i])
 		}
 		if i == len(lines) {
-			t.Fatalf("README.md:%d: the code block is not closed", b.line)
+			t.Fatalf("%s: the code block is not closed", b.pos())
 		}
 		offset += len(lines[i])
 		b.text = text.String()
@@ -93,9 +119,15 @@ func readBlocks(t *testing.T) (string, []block) {
 }
 
 // TestBlocks checks the file, output and in blocks, and that every block of sample
-// output says where it comes from.
+// output says where it comes from, in the README and every guide.
 func TestBlocks(t *testing.T) {
-	src, blocks := readBlocks(t)
+	for _, file := range docFiles(t) {
+		checkBlocks(t, file)
+	}
+}
+
+func checkBlocks(t *testing.T, file string) {
+	src, blocks := readBlocks(t, file)
 	var out strings.Builder
 	last := 0
 	for _, b := range blocks {
@@ -104,7 +136,7 @@ func TestBlocks(t *testing.T) {
 		case "file", "output":
 			want, err := os.ReadFile(filepath.Join(root, arg))
 			if err != nil {
-				t.Errorf("README.md:%d: %v", b.line, err)
+				t.Errorf("%s: %v", b.pos(), err)
 				continue
 			}
 			if *update {
@@ -112,36 +144,36 @@ func TestBlocks(t *testing.T) {
 				out.Write(want)
 				last = b.start + len(b.text)
 			} else if b.text != string(want) {
-				t.Errorf("README.md:%d: the block is not %s (go test -update refreshes the README from it):\n%s", b.line, arg, diffLines(string(want), b.text))
+				t.Errorf("%s: the block is not %s (go test -update refreshes the document from it):\n%s", b.pos(), arg, diffLines(string(want), b.text))
 			}
 		case "in":
 			data, err := os.ReadFile(filepath.Join(root, arg))
 			if err != nil {
-				t.Errorf("README.md:%d: %v", b.line, err)
+				t.Errorf("%s: %v", b.pos(), err)
 				continue
 			}
 			if !containsLines(string(data), b.text) {
-				t.Errorf("README.md:%d: the block's lines are not lines of %s, in a row:\n%s", b.line, arg, b.text)
+				t.Errorf("%s: the block's lines are not lines of %s, in a row:\n%s", b.pos(), arg, b.text)
 			}
 		case "policy":
 			text := b.text
 			if arg == "part" {
 				text = "version: 1\ntables: [inventory]\n" + text
 			}
-			if _, err := sqlfence.ParsePolicy([]byte(text), fmt.Sprintf("README.md:%d", b.line)); err != nil {
-				t.Errorf("README.md:%d: %v", b.line, err)
+			if _, err := sqlfence.ParsePolicy([]byte(text), b.pos()); err != nil {
+				t.Errorf("%s: %v", b.pos(), err)
 			}
 		case "sample", "go", "":
 			if b.lang == "" && kind != "sample" {
-				t.Errorf("README.md:%d: a block of output without <!-- readme: output PATH --> (or sample REASON) before it", b.line)
+				t.Errorf("%s: a block of output without <!-- readme: output PATH --> (or sample REASON) before it", b.pos())
 			}
 		default:
-			t.Errorf("README.md:%d: unknown marker %q", b.line, b.marker)
+			t.Errorf("%s: unknown marker %q", b.pos(), b.marker)
 		}
 	}
 	if *update {
 		out.WriteString(src[last:])
-		if err := os.WriteFile(filepath.Join(root, "README.md"), []byte(out.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, file), []byte(out.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +210,7 @@ func diffLines(want, got string) string {
 			gl = g[i]
 		}
 		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  README: %s\n  file:   %s\n", i+1, gl, wl)
+			fmt.Fprintf(&b, "line %d:\n  doc:  %s\n  file: %s\n", i+1, gl, wl)
 		}
 	}
 	return b.String()
@@ -289,9 +321,14 @@ func makeSnippet(b block) (snippet, error) {
 	return s, nil
 }
 
-// TestGoSnippets type-checks every Go block of the README that is not a sample.
+// TestGoSnippets type-checks every Go block of the README and the guides that is
+// not a sample.
 func TestGoSnippets(t *testing.T) {
-	_, blocks := readBlocks(t)
+	var blocks []block
+	for _, file := range docFiles(t) {
+		_, bs := readBlocks(t, file)
+		blocks = append(blocks, bs...)
+	}
 	var snippets []snippet
 	for _, b := range blocks {
 		if kind, _, _ := strings.Cut(b.marker, " "); b.lang != "go" || kind == "sample" || kind == "in" || kind == "file" {
@@ -299,7 +336,7 @@ func TestGoSnippets(t *testing.T) {
 		}
 		s, err := makeSnippet(b)
 		if err != nil {
-			t.Errorf("README.md:%d: %v", b.line, err)
+			t.Errorf("%s: %v", b.pos(), err)
 			continue
 		}
 		snippets = append(snippets, s)
@@ -313,9 +350,9 @@ func TestGoSnippets(t *testing.T) {
 		var files []*ast.File
 		paths := map[string]bool{}
 		for _, s := range ss {
-			f, err := parser.ParseFile(fset, fmt.Sprintf("README.md:%d", s.line), s.file, 0)
+			f, err := parser.ParseFile(fset, s.pos(), s.file, 0)
 			if err != nil {
-				t.Errorf("README.md:%d: %v\n%s", s.line, err, s.file)
+				t.Errorf("%s: %v\n%s", s.pos(), err, s.file)
 				files = append(files, nil)
 				continue
 			}
@@ -347,13 +384,13 @@ func TestGoSnippets(t *testing.T) {
 			conf := types.Config{Importer: imp, Error: func(err error) {
 				msg := err.Error()
 				if strings.Contains(msg, "declared and not used") || strings.Contains(msg, "imported and not used") {
-					return // fragments use what they declare on later lines the README does not show
+					return // fragments use what they declare on later lines the document does not show
 				}
 				errs = append(errs, msg)
 			}}
 			conf.Check("p", fset, []*ast.File{files[i]}, nil)
 			if len(errs) > 0 {
-				t.Errorf("README.md:%d: the Go block does not compile (module %s):\n\t%s\nas checked:\n%s", s.line, module, strings.Join(errs, "\n\t"), s.file)
+				t.Errorf("%s: the Go block does not compile (module %s):\n\t%s\nas checked:\n%s", s.pos(), module, strings.Join(errs, "\n\t"), s.file)
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 // Package rulecode is the table of sqlfence's rule codes: one stable code for every
 // kind of refusal, unfenced write and fence, assigned where the driver decides it
-// and used by sqlfence check. The README's table documents each code; a test keeps
-// the two equal.
+// and used by sqlfence check. The "Rule codes" table of docs/errors.md documents
+// each code; a test keeps the two equal.
 package rulecode
 
 // The codes. 1xx: the fence stopped a write; 2xx: a protected write without a usable
@@ -194,9 +194,13 @@ func Lookup(code string) (Info, bool) {
 	return Info{}, false
 }
 
-// HelpURI is where a code is documented: its anchor in the README.
+// DocFile is the document, relative to the repository, whose "Rule codes" table
+// documents every code.
+const DocFile = "docs/errors.md"
+
+// HelpURI is where a code is documented: its anchor in DocFile.
 func HelpURI(code string) string {
-	return "https://github.com/sqlfence/sqlfence/blob/main/README.md#" + anchor(code)
+	return "https://github.com/sqlfence/sqlfence/blob/main/" + DocFile + "#" + anchor(code)
 }
 
 func anchor(code string) string {

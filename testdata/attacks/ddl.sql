@@ -99,7 +99,7 @@ UPDATE inventory SET quantity = 0 WHERE sku = 'a'
 
 --! name: value-retype-using
 --! class: ddl
---! note: DDL that rewrites values is sent untouched (README: "nothing" closes it)
+--! note: DDL that rewrites values is sent untouched (docs/policy.md, "What sqlfence cannot see": "nothing" closes it)
 --! exec
 ALTER TABLE inventory ALTER COLUMN quantity TYPE int USING 0
 

@@ -4,8 +4,8 @@
 -- IMMUTABLE function runs dynamic SQL whose callee writes; a subscript of a PL/pgSQL
 -- assignment target calls a function; a view shows another column under the epoch
 -- column's name. The writers are created by a migration (setup). Without resolve:
--- catalog sqlfence cannot tell a user function's name from a column's (README, "What
--- sqlfence cannot see"): those cases are marked known_hole.
+-- catalog sqlfence cannot tell a user function's name from a column's (docs/policy.md,
+-- "What sqlfence cannot see"): those cases are marked known_hole.
 --
 -- Format: see the comment at the top of attack_test.go.
 

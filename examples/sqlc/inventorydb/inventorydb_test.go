@@ -113,7 +113,7 @@ func TestGenerated(t *testing.T) {
 	}
 }
 
-// The README's sqlc snippet (compiled, not run: it needs a server).
+// The sqlc snippet of docs/orms-and-queues.md (compiled, not run: it needs a server).
 func Example() {
 	ctx := context.Background()
 	db, err := sql.Open("sqlfence", "postgres://app@db/app?sqlfence_policy=sqlfence.yaml")

@@ -74,7 +74,7 @@ guard) and count as suppressed with that reason.
 Each finding carries a rule code: SF801 a write not fenced by hand, SF802 a body or
 function call whose writes no epoch reaches, SF803 and SF804 a sqlfence:ignore without
 a reason or that suppresses nothing, and otherwise the code of the driver's refusal
-(SF301 TRUNCATE, …). The table of codes is in the README (SARIF: each rule's helpUri).
+(SF301 TRUNCATE, …). The table of codes is in docs/errors.md (SARIF: each rule's helpUri).
 
 With --dsn, the policy is also checked against that database as the driver checks it
 before its first statement (resolve: catalog): SF520 a table the database does not

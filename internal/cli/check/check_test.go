@@ -212,7 +212,7 @@ func TestCheckSARIF(t *testing.T) {
 	for _, res := range r.Results {
 		if res.RuleIndex < 0 || res.RuleIndex >= len(r.Tool.Driver.Rules) || r.Tool.Driver.Rules[res.RuleIndex].ID != res.RuleID {
 			t.Errorf("result's ruleIndex %d does not name rule %q", res.RuleIndex, res.RuleID)
-		} else if rule := r.Tool.Driver.Rules[res.RuleIndex]; !strings.HasSuffix(rule.HelpURI, "README.md#"+strings.ToLower(res.RuleID)) || rule.ShortDescription.Text == "" {
+		} else if rule := r.Tool.Driver.Rules[res.RuleIndex]; !strings.HasSuffix(rule.HelpURI, "docs/errors.md#"+strings.ToLower(res.RuleID)) || rule.ShortDescription.Text == "" {
 			t.Errorf("rule %s: helpUri %q, description %q", rule.ID, rule.HelpURI, rule.ShortDescription.Text)
 		}
 		loc := res.Locations[0].PhysicalLocation

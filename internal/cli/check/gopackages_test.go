@@ -21,7 +21,7 @@ import (
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/readme/gopackages.txt, which the README shows, with what check prints")
+var update = flag.Bool("update", false, "rewrite testdata/readme/gopackages.txt, which docs/analyzer.md shows, with what check prints")
 
 // buildVetTool builds sqlfence-vet into a temporary directory. Without a go command
 // or the analyzer's module the test is skipped, except under CI=true, where it fails.
@@ -153,7 +153,7 @@ func TestCheckGoPackages(t *testing.T) {
 		clitest.WantContains(t, "stderr", stderr, "Go package example.com/shop/catalog: error: ", "-dsn", "inventroy")
 	})
 
-	// The README's example: the analyzer's example module, sqlfence-vet on PATH.
+	// The example of docs/analyzer.md: the analyzer's example module, sqlfence-vet on PATH.
 	t.Run("readme", func(t *testing.T) {
 		t.Chdir(example)
 		t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -167,7 +167,7 @@ func TestCheckGoPackages(t *testing.T) {
 			}
 		}
 		if want, err := os.ReadFile(golden); err != nil || string(want) != got {
-			t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", got, golden, want)
+			t.Errorf("printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the docs)\n%s", got, golden, want)
 		}
 	})
 

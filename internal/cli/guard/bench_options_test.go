@@ -83,8 +83,8 @@ var guardOptions = []struct{ table, sql string }{
 // BenchmarkGuardOptions times a fenced single-row UPDATE by primary key (resolve:
 // none, 1 worker) on an unguarded table and on one table per guardOptions entry, all
 // in the same run, taking turns; <option>/unguarded is each one's ratio of the medians
-// (go test -run '^$' -bench GuardOptions -count 5 ./internal/cli/guard). The
-// README's "The guard's cost" gives the figures.
+// (go test -run '^$' -bench GuardOptions -count 5 ./internal/cli/guard).
+// "The guard's cost" in docs/performance.md gives the figures.
 func BenchmarkGuardOptions(b *testing.B) {
 	dsn := pgtest.NewDB(b)
 	raw := clitest.PGConnect(b, dsn, nil)

@@ -1,6 +1,6 @@
 package main
 
-// The command as users run it, on the README's example module (testdata/example):
+// The command as users run it, on the example module of docs/analyzer.md (testdata/example):
 // as a vet tool, on its own with -json, and with -sarif.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/govet.txt, which the README shows, with what go vet prints")
+var update = flag.Bool("update", false, "rewrite testdata/govet.txt, which docs/analyzer.md shows, with what go vet prints")
 
 func buildTool(t *testing.T) (bin, example string) {
 	t.Helper()
@@ -63,7 +63,7 @@ func TestVetTool(t *testing.T) {
 		strings.Contains(stderr, "shop.go:13") {
 		t.Errorf("go vet -vettool: exit %d, want the SF301 and SF805 reports only:\n%s", code, stderr)
 	}
-	// The README shows it as the user types it.
+	// docs/analyzer.md shows it as the user types it.
 	golden := "testdata/govet.txt"
 	vet := "$ go vet -vettool=$(which sqlfence-vet) -policy=$PWD/sqlfence.yaml ./...\n" + stderr
 	if *update {
@@ -72,7 +72,7 @@ func TestVetTool(t *testing.T) {
 		}
 	}
 	if want, err := os.ReadFile(golden); err != nil || string(want) != vet {
-		t.Errorf("go vet printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the README)\n%s", vet, golden, want)
+		t.Errorf("go vet printed\n%s\nwant (%s; go test -update refreshes it, then go test ./internal/readme -update the docs)\n%s", vet, golden, want)
 	}
 
 	stdout, stderr, code := run(t, example, bin, "-policy", policy, "-json", "./...")

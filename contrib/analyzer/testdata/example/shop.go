@@ -1,4 +1,4 @@
-// Package shop is the README's example for sqlfence-vet.
+// Package shop is the example for sqlfence-vet of docs/analyzer.md.
 package shop
 
 import (
