@@ -29,7 +29,7 @@ func atkOpenPgx(c *atkCase, dsn string) (*sql.DB, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db := sql.OpenDB(pgxBridge{dsn: dsn, p: p})
+	db := sql.OpenDB(pgxBridge{dsn: dsn, p: p, c: c})
 	db.SetMaxIdleConns(0)
 	return db, func() { db.Close() }, nil
 }
@@ -37,12 +37,26 @@ func atkOpenPgx(c *atkCase, dsn string) (*sql.DB, func(), error) {
 type pgxBridge struct {
 	dsn string
 	p   *sqlfence.Policy
+	c   *atkCase // its exec mode and AfterConnect statements
 }
 
 func (b pgxBridge) Connect(ctx context.Context) (driver.Conn, error) {
-	c, err := pgx.Connect(ctx, b.dsn)
+	cfg, err := pgx.ParseConfig(b.dsn)
 	if err != nil {
 		return nil, err
+	}
+	if err := atkConfig(b.c, cfg); err != nil {
+		return nil, err
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range b.c.afterConnect {
+		if _, err := c.Exec(ctx, q); err != nil {
+			c.Close(ctx)
+			return nil, err
+		}
 	}
 	fc, err := pgxfence.NewConn(c, b.p)
 	if err != nil {

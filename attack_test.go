@@ -39,6 +39,11 @@ package sqlfence_test
 //	--! open: driver                              optional: connector (the default) or driver
 //	--! dsn: default_query_exec_mode=simple_protocol  optional: a parameter added to the DSN
 //	--! note: free text                           optional
+//	--! afterconnect: SET x = y                   optional, repeatable: run on every new
+//	                                              connection before the fence sees it (a
+//	                                              pool's AfterConnect)
+//	--! mode: exec                                optional: the pgx connections' default
+//	                                              exec mode (pgx's names: exec, describe_exec, …)
 //	--! setup                                     SQL run through plain pgx as superuser after
 //	<SQL>                                         the fixture: what migrations created
 //	--! guard                                     after the setup: sqlfence guard --apply with
@@ -48,6 +53,10 @@ package sqlfence_test
 //	--! query [options]                           QueryContext, rows read to the end
 //	--! prepare [options]                         PrepareContext; the statement stays open
 //	--! reconnect                                 close the connection and take a new one
+//	--! batch                                     statements separated by a line ";;": one
+//	<SQL>                                         SendBatch on the pgx front, one
+//	;;                                            multi-statement text on database/sql
+//	<SQL>                                         (attack_session_test.go)
 //
 // Step options, separated by spaces:
 //
@@ -66,6 +75,9 @@ package sqlfence_test
 //	run                  (prepare) execute the prepared statement once (it also runs
 //	                     when args are given)
 //	simple               pgx.QueryExecModeSimpleProtocol as the first argument
+//	rwargs=a,b           (rewrite) the rewriter returns SQL itself with pgx's options a, b
+//	                     before the arguments: rw (a rewriter to SQL2), an exec mode's
+//	                     name, formats, formats_oid
 //
 // ${db} and ${user} name the run's database and role; ${NAME} a captured value. The
 // class parser-crash runs its steps in a re-executed test binary, so that a crash of the
@@ -195,7 +207,12 @@ type atkCase struct {
 	line              int
 	setup             string
 	guard             bool // --! guard
-	steps             []*atkStep
+	// afterConnect are statements run on every new connection before the fence sees
+	// it, as a pool's AfterConnect does (--! afterconnect:); mode is the pgx
+	// connections' DefaultQueryExecMode (--! mode:, pgx's names; "" pgx's default).
+	afterConnect []string
+	mode         string
+	steps        []*atkStep
 }
 
 type atkStep struct {
@@ -212,6 +229,9 @@ type atkStep struct {
 	rewrite   bool
 	run       bool // prepare: execute the statement once
 	simple    bool // pgx.QueryExecModeSimpleProtocol as the first argument
+	// rwargs: the rewriter (rewrite) returns the step's own text with these pgx
+	// options before the arguments (attack_session_test.go), "rw" a rewriter to --! to.
+	rwargs []string
 }
 
 func (c *atkCase) id() string { return strings.TrimSuffix(c.file, ".sql") + "/" + c.name }
@@ -321,6 +341,13 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 				cur.dsn = append(cur.dsn, value)
 			case "note":
 				cur.note = value
+			case "afterconnect":
+				cur.afterConnect = append(cur.afterConnect, value)
+			case "mode":
+				if _, err := atkMode(value); err != nil {
+					return nil, fmt.Errorf("%s:%d: %v", file, n, err)
+				}
+				cur.mode = value
 			default:
 				return nil, fmt.Errorf("%s:%d: unknown directive %q", file, n, key)
 			}
@@ -336,7 +363,7 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 				return nil, fmt.Errorf("%s:%d: --! to outside a rewrite step", file, n)
 			}
 			block = &step.rewriteTo
-		case "exec", "query", "prepare", "reconnect":
+		case "exec", "query", "prepare", "reconnect", "batch":
 			step = &atkStep{kind: word, line: n}
 			if err := parseStepOptions(step, rest); err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", file, n, err)
@@ -396,6 +423,8 @@ func parseStepOptions(s *atkStep, rest string) error {
 			s.run = true
 		case "simple":
 			s.simple = true
+		case "rwargs":
+			s.rwargs = strings.Split(value, ",")
 		default:
 			return fmt.Errorf("unknown step option %q", opt)
 		}
@@ -602,7 +631,10 @@ func atkOpen(c *atkCase, dsn string) (*sql.DB, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg), p))
+	if err := atkConfig(c, cfg); err != nil {
+		return nil, nil, err
+	}
+	db := sql.OpenDB(sqlfence.NewConnector(stdlib.GetConnector(*cfg, atkAfterConnect(c)...), p))
 	// A reconnect step must get a new server session, not the pooled one.
 	db.SetMaxIdleConns(0)
 	return db, func() { db.Close() }, nil
@@ -683,7 +715,11 @@ func atkSteps(ctx context.Context, db *sql.DB, c *atkCase, vars map[string]strin
 				record(i, s, s.sql, fmt.Errorf("bad step: %w", err))
 				continue
 			}
-			args = append([]any{atkRewriter{to}}, args...)
+			if len(s.rwargs) > 0 {
+				args = []any{atkOptionRewriter(text, to, s.rwargs, args)}
+			} else {
+				args = append([]any{atkRewriter{to}}, args...)
+			}
 		}
 		if s.simple {
 			args = append([]any{pgx.QueryExecModeSimpleProtocol}, args...)
@@ -707,6 +743,8 @@ func atkStep1(ctx context.Context, conn *sql.Conn, s *atkStep, text string, args
 		}
 	}()
 	switch s.kind {
+	case "batch":
+		err = atkBatch(ctx, conn, text)
 	case "exec":
 		_, err = conn.ExecContext(ctx, text, args...)
 	case "query":

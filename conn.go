@@ -43,6 +43,9 @@ type conn struct {
 	// session refuses the connection once the connector has seen a newer timeline
 	// than its primary's (history.go); nil on a standby, or without pgx.
 	session *sessionCheck
+	// defaults are what a reset returns the session's pinned settings to, read at
+	// connect (nil without pgx): each decision is judged on them (conn.decision).
+	defaults *engine.Defaults
 }
 
 // usable checks, before each statement, that the server still reads text as sqlfence
@@ -154,7 +157,7 @@ func (c *conn) decision(query string) *engine.Decision {
 	if c.server < engine.ParserVersion {
 		d = d.OnServer(c.server)
 	}
-	return d
+	return d.InSession(c.defaults)
 }
 
 func (c *conn) Close() error { return c.inner.Close() }

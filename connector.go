@@ -88,7 +88,10 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	params := statusOf(ic)
-	var chk *sessionCheck
+	var (
+		chk *sessionCheck
+		def *engine.Defaults
+	)
 	if params != nil {
 		// Where the server stands, before anything is read on it (history.go): one
 		// query per connection, on pgx only.
@@ -97,7 +100,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			ic.Close()
 			return nil, errors.New("sqlfence: a pgx connection that does not implement QueryerContext")
 		}
-		if chk, err = c.session(ctx, queryerQuerier(q), pgxConnOf(ic)); err != nil {
+		if chk, def, err = c.session(ctx, queryerQuerier(q), pgxConnOf(ic)); err != nil {
 			ic.Close()
 			return nil, err
 		}
@@ -113,7 +116,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params, session: chk}
+	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params, session: chk, defaults: def}
 	cn.isPgx, cn.pgxMode = defaultMode(ic)
 	if cn.params != nil {
 		cn.server = engine.ServerVersionNum(cn.params("server_version"))
@@ -139,7 +142,7 @@ func (c *connector) dialCatalog(ctx context.Context) (front.Querier, func(), err
 	}
 	if statusOf(ic) != nil {
 		// The catalog is read only from a server the history admits.
-		if _, err := c.session(ctx, queryerQuerier(q), pgxConnOf(ic)); err != nil {
+		if _, _, err := c.session(ctx, queryerQuerier(q), pgxConnOf(ic)); err != nil {
 			ic.Close()
 			return nil, nil, err
 		}

@@ -244,9 +244,9 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 	return err
 }
 
-func (f *fence) Bind(ctx context.Context, query string, args []any) (front.Call, error) {
+func (f *fence) Bind(ctx context.Context, query string, args []any, def *engine.Defaults) (front.Call, error) {
 	e := f.current()
-	d := e.eng.Decide(query)
+	d := e.eng.Decide(query).InSession(def)
 	b, s, err := e.bindCall(ctx, d, query, len(args), nil)
 	if err != nil {
 		return front.Call{}, err

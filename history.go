@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
@@ -188,13 +189,13 @@ func earlyCommitError(s pgcatalog.Session) *Error {
 
 // Session is front.Fence.Session: one query on a new session, before its first
 // statement (and before the catalog is read on it).
-func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, error) {
-	chk, err := f.session(ctx, q, conn)
+func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, *engine.Defaults, error) {
+	chk, def, err := f.session(ctx, q, conn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if chk == nil {
-		return nil, nil
+		return nil, def, nil
 	}
 	return func() error {
 		if e := chk.stale(); e != nil {
@@ -202,32 +203,35 @@ func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (f
 			return e
 		}
 		return nil
-	}, nil
+	}, def, nil
 }
 
-// session reads where q's server stands and its synchronous_commit, and judges them.
-// The check it returns is nil where nothing is to be checked per statement (a
-// standby, an unknown timeline). conn is q's pgx connection (nil on another driver):
-// a fresh connector first reads the other hosts of its DSN (probe.go).
-func (f *fence) session(ctx context.Context, q front.Querier, conn *pgx.Conn) (*sessionCheck, error) {
+// session reads where q's server stands, its synchronous_commit and the defaults
+// of its pinned settings, and judges the first two. The check it returns is nil
+// where nothing is to be checked per statement (a standby, an unknown timeline); the
+// defaults are what each statement's resets are judged against (Decision.InSession).
+// conn is q's pgx connection (nil on another driver): a fresh connector first reads
+// the other hosts of its DSN (probe.go).
+func (f *fence) session(ctx context.Context, q front.Querier, conn *pgx.Conn) (*sessionCheck, *engine.Defaults, error) {
 	f.probeHosts(ctx, conn)
 	s, err := pgcatalog.ReadSession(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("sqlfence: reading where the server stands in its cluster's history failed, so the session was not used: %w", err)
+		return nil, nil, fmt.Errorf("sqlfence: reading where the server stands in its cluster's history failed, so the session was not used: %w", err)
 	}
 	if !s.Standby && s.EarlyCommit() {
 		e := earlyCommitError(s)
 		f.refused(ctx, e)
-		return nil, e
+		return nil, nil, e
 	}
 	if e := f.history.admit(s.Position); e != nil {
 		f.refused(ctx, e)
-		return nil, e
+		return nil, nil, e
 	}
+	def := engine.NewDefaults(s.Defaults)
 	if s.Standby || s.Timeline == 0 {
-		return nil, nil
+		return nil, def, nil
 	}
-	return &sessionCheck{h: &f.history, pos: s.Position}, nil
+	return &sessionCheck{h: &f.history, pos: s.Position}, def, nil
 }
 
 // refused tells the observer of a session refused, in shadow mode too: like a session

@@ -10,6 +10,11 @@ package sqlfence_test
 // a protected row changed without the fresh epoch is a finding, printed in the attack
 // files' format so that it can be kept under testdata/attacks as a regression case.
 //
+// Every third case is a session's instead (search_session_test.go): settings whose
+// defaults come from the database or the role and that a batch, a multi-statement
+// text, a transaction or a statement resets mid-way, in every exec mode, and query
+// rewriters whose returned arguments begin with pgx's options.
+//
 // go test runs a short search (SQLFENCE_SEARCH_CASES, default 24). A long one:
 //
 //	SQLFENCE_SEARCH_CASES=100000 SQLFENCE_SEARCH_DURATION=30m go test -run '^TestSearch$' -timeout 40m .
@@ -18,6 +23,7 @@ package sqlfence_test
 // number); SQLFENCE_SEARCH_ONLY=N runs case N alone.
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -151,6 +157,9 @@ var srchSettings = []string{
 
 // srchCompose derives case n of the search seeded with seed.
 func srchCompose(seed uint64, n int) *atkCase {
+	if n%3 == 2 {
+		return srchSessionCase(seed, n) // search_session_test.go
+	}
 	r := rand.New(rand.NewPCG(seed, uint64(n)))
 	objs := srchObjects(r)
 	// The catalog is what makes sqlfence see past the text (resolve: none's holes are
@@ -207,13 +216,33 @@ func srchCompose(seed uint64, n int) *atkCase {
 // srchFormat writes a case in the attack files' format.
 func srchFormat(c *atkCase) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "--! name: %s\n--! class: %s\n--! policy: %s\n--! setup\n%s\n", c.name, c.class, c.policy, c.setup)
+	fmt.Fprintf(&b, "--! name: %s\n--! class: %s\n--! policy: %s\n", c.name, c.class, c.policy)
+	if c.mode != "" {
+		fmt.Fprintf(&b, "--! mode: %s\n", c.mode)
+	}
+	for _, q := range c.afterConnect {
+		fmt.Fprintf(&b, "--! afterconnect: %s\n", q)
+	}
+	for _, kv := range c.dsn {
+		fmt.Fprintf(&b, "--! dsn: %s\n", kv)
+	}
+	fmt.Fprintf(&b, "--! setup\n%s\n", c.setup)
 	for _, s := range c.steps {
 		opts := ""
+		if s.rewrite {
+			opts += " rewrite"
+		}
+		if len(s.rwargs) > 0 {
+			opts += " rwargs=" + strings.Join(s.rwargs, ",")
+		}
 		if len(s.args) > 0 {
-			opts = " args=[1]"
+			js, _ := json.Marshal(s.args)
+			opts += " args=" + string(js)
 		}
 		fmt.Fprintf(&b, "--! %s%s\n%s\n", s.kind, opts, s.sql)
+		if s.rewrite {
+			fmt.Fprintf(&b, "--! to\n%s\n", s.rewriteTo)
+		}
 	}
 	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
 )
 
@@ -33,13 +34,19 @@ func (fe *fence) sendBatch(ctx context.Context, t target, b *pgx.Batch, done fun
 	calls := make([]front.Call, n)
 	sends := make([][]any, n)
 	check, withArgs := false, false
+	var def *engine.Defaults
 	if n > 0 {
-		if err := fe.usable(ctx, t, b.QueuedQueries[0].SQL); err != nil {
+		var err error
+		if def, err = fe.usable(ctx, t); err != nil {
 			return fe.refuseBatch(n, 0, err, done)
 		}
 	}
 	for i, qq := range b.QueuedQueries {
-		c, send, err := fe.bind(ctx, t, qq.SQL, qq.Arguments, forBatch)
+		// Each statement is decided on its own, as the server runs it: a reset of a
+		// pinned setting on the session's defaults (the statements after it would run
+		// under them before any check between statements), its text on the server's
+		// version.
+		c, send, err := fe.bind(ctx, t, def, qq.SQL, qq.Arguments, forBatch)
 		if err != nil {
 			return fe.refuseBatch(n, i, err, done)
 		}

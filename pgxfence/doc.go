@@ -14,8 +14,13 @@
 //
 // Every statement is decided on the text the server receives:
 //
-//   - Query rewriters (pgx.NamedArgs among them) are applied first, and the text
-//     they produce is decided.
+//   - Query rewriters (pgx.NamedArgs among them) are applied first, with no
+//     connection, and the text they produce is decided; the arguments they return
+//     are values, and one pgx would read as one of its options is refused
+//     (options.go).
+//   - Each statement of a batch is decided on its own, on the session's settings
+//     and their defaults: a reset that would return a pinned setting to a default
+//     other than its pinned value is refused before anything is sent.
 //   - Under the simple protocol (QueryExecModeSimpleProtocol, per call or as the
 //     connection's DefaultQueryExecMode) pgx would interpolate the arguments into the
 //     text on the client, after the decision; a statement with arguments is sent with

@@ -47,7 +47,7 @@ func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := p.fe.session(ctx, t); err != nil {
+	if _, err := p.fe.session(ctx, t); err != nil {
 		release(ctx, pc, err)
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (c *Conn) Begin(ctx context.Context) (pgx.Tx, error) { return c.BeginTx(ctx
 
 // BeginTx is pgx.Conn.BeginTx: the transaction's statements are fenced.
 func (c *Conn) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
-	if err := c.fe.session(ctx, c.target()); err != nil {
+	if _, err := c.fe.session(ctx, c.target()); err != nil {
 		return nil, err // before BEGIN is sent (session.go)
 	}
 	tx, err := c.conn.BeginTx(ctx, opts)

@@ -12,38 +12,42 @@ import (
 	"errors"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
 // sessionState is the fence's record on one connection.
 type sessionState struct {
 	check   func() error // asked before each statement; nil: nothing to ask
 	refused error        // the session was refused: every statement gets this
+	// def are what a reset returns the session's pinned settings to, read with
+	// the check: each statement is bound with them (front.Fence.Bind).
+	def *engine.Defaults
 }
 
 // session checks t's connection the first time the fence sees it, and before each
-// later statement asks what the check returned. A refused connection stays refused
-// (a pool's is closed by release). A failed read is not a refusal: it is tried again
-// on the next statement.
-func (fe *fence) session(ctx context.Context, t target) error {
+// later statement asks what the check returned; it returns the session's defaults.
+// A refused connection stays refused (a pool's is closed by release). A failed read
+// is not a refusal: it is tried again on the next statement.
+func (fe *fence) session(ctx context.Context, t target) (*engine.Defaults, error) {
 	data := t.conn.PgConn().CustomData()
 	if st, ok := data[fe.key].(*sessionState); ok {
 		if st.refused == nil && st.check != nil {
 			st.refused = st.check()
 		}
-		return st.refused
+		return st.def, st.refused
 	}
-	check, err := fe.f.Session(ctx, t.querier(fe), t.conn)
+	check, def, err := fe.f.Session(ctx, t.querier(fe), t.conn)
 	if data == nil {
 		// A PgConn made without one (pgconn.Construct of a hijacked connection with
 		// none): checked on every statement instead.
-		return err
+		return def, err
 	}
 	if err != nil {
 		if se := (*sqlfence.Error)(nil); errors.As(err, &se) {
 			data[fe.key] = &sessionState{refused: err}
 		}
-		return err
+		return nil, err
 	}
-	data[fe.key] = &sessionState{check: check}
-	return nil
+	data[fe.key] = &sessionState{check: check, def: def}
+	return def, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
@@ -26,11 +27,11 @@ type staleFence struct {
 	reads atomic.Int32
 }
 
-func (s *staleFence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, error) {
+func (s *staleFence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, *engine.Defaults, error) {
 	s.reads.Add(1)
-	chk, err := s.Fence.Session(ctx, q, conn)
+	chk, def, err := s.Fence.Session(ctx, q, conn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return func() error {
 		if s.stale.Load() {
@@ -40,7 +41,7 @@ func (s *staleFence) Session(ctx context.Context, q front.Querier, conn *pgx.Con
 			return chk()
 		}
 		return nil
-	}, nil
+	}, def, nil
 }
 
 // TestStaleSessionClosed: a pool's connection whose check turns stale is refused from
@@ -134,7 +135,7 @@ func TestSessionReadFailureRetried(t *testing.T) {
 	fe := &fence{f: ff, key: "test/fail"}
 	tg := target{conn: cc, run: cc}
 	for range 2 {
-		if err := fe.session(ctx, tg); err == nil {
+		if _, err := fe.session(ctx, tg); err == nil {
 			t.Fatal("no error")
 		}
 	}
@@ -148,7 +149,7 @@ type failingFence struct {
 	calls int
 }
 
-func (f *failingFence) Session(context.Context, front.Querier, *pgx.Conn) (func() error, error) {
+func (f *failingFence) Session(context.Context, front.Querier, *pgx.Conn) (func() error, *engine.Defaults, error) {
 	f.calls++
-	return nil, errors.New("connection reset")
+	return nil, nil, errors.New("connection reset")
 }

@@ -1,6 +1,5 @@
-// One statement through the fence: pgx's leading options and query rewriter, the
-// decision on the text the server will run, the exec mode it is sent with, and the
-// checks after it ran.
+// One statement through the fence: the query rewriter, the decision on the text the
+// server will run, the exec mode it is sent with, and the checks after it ran.
 
 package pgxfence
 
@@ -11,60 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
-
-// options are pgx's leading option arguments of one call, which pgx reads off the
-// front of the argument list (Conn.Exec: exec mode and rewriter; Conn.Query also
-// the result formats).
-type options struct {
-	mode       pgx.QueryExecMode
-	hasMode    bool
-	rewriter   pgx.QueryRewriter
-	formats    pgx.QueryResultFormats
-	formatsOID pgx.QueryResultFormatsByOID
-	hasFormats bool
-}
-
-// The calls whose leading options pgx reads differently.
-const (
-	forExec  = iota // exec mode, rewriter
-	forQuery        // also the result formats
-	forBatch        // a queued query: the rewriter only
-)
-
-// split separates the leading options from the application's arguments exactly as
-// pgx does for the kind of call (the last of each kind wins).
-func split(args []any, kind int) (options, []any) {
-	var o options
-	query := kind == forQuery
-	for len(args) > 0 {
-		switch a := args[0].(type) {
-		case pgx.QueryExecMode:
-			if kind == forBatch {
-				return o, args
-			}
-			o.mode, o.hasMode = a, true
-		case pgx.QueryRewriter:
-			o.rewriter = a
-		case pgx.QueryResultFormats:
-			if !query {
-				return o, args
-			}
-			o.formats, o.hasFormats = a, true
-		case pgx.QueryResultFormatsByOID:
-			if !query {
-				return o, args
-			}
-			o.formatsOID, o.hasFormats = a, true
-		default:
-			return o, args
-		}
-		args = args[1:]
-	}
-	return o, args
-}
 
 // sendMode is the exec mode a statement with nargs arguments is sent with: the
 // call's or the connection's, except that the simple protocol becomes
@@ -96,40 +45,53 @@ func (fe *fence) sendMode(o *options, nargs int) (pgx.QueryExecMode, bool) {
 // the text it produced. send is what to pass to pgx: the options it keeps, then the
 // call's arguments.
 func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, kind int) (c front.Call, send []any, err error) {
-	if err := fe.usable(ctx, t, sql); err != nil {
+	def, err := fe.usable(ctx, t)
+	if err != nil {
 		return c, nil, err
 	}
-	return fe.bind(ctx, t, sql, args, kind)
+	return fe.bind(ctx, t, def, sql, args, kind)
 }
 
-// usable checks the session (session.go), readies the fence (resolve: catalog) and
-// checks the session's settings, once per statement or batch.
-func (fe *fence) usable(ctx context.Context, t target, sql string) error {
-	if err := fe.session(ctx, t); err != nil {
-		return err
+// usable checks the session (session.go) and readies the fence (resolve: catalog),
+// once per statement or batch, and returns the session's defaults.
+func (fe *fence) usable(ctx context.Context, t target) (*engine.Defaults, error) {
+	def, err := fe.session(ctx, t)
+	if err != nil {
+		return nil, err
 	}
 	if !fe.ready.Load() {
 		if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
-			return err
+			return nil, err
 		}
 		fe.ready.Store(true)
 	}
-	return fe.f.Usable(ctx, t.status, sql)
+	return def, nil
 }
 
-// bind is prepare after usable.
-func (fe *fence) bind(ctx context.Context, t target, sql string, args []any, kind int) (c front.Call, send []any, err error) {
+// bind is prepare after usable: the text the server runs (after the rewriter) is
+// checked against the session's settings and server (front.Fence.Usable) and decided
+// on the session's defaults, per statement, a batch's each on its own.
+func (fe *fence) bind(ctx context.Context, t target, def *engine.Defaults, sql string, args []any, kind int) (c front.Call, send []any, err error) {
 	o, args := split(args, kind)
 	if o.rewriter != nil {
 		// pgx would rewrite after any decision; here the rewritten text is decided.
-		if sql, args, err = o.rewriter.RewriteQuery(ctx, t.conn, sql, args); err != nil {
+		// The rewriter gets no connection: with the *pgx.Conn it could run statements
+		// unfenced, or prepare one under the name of the text it returns, which pgx
+		// would then run in its place (see Tx.Prepare).
+		if sql, args, err = o.rewriter.RewriteQuery(ctx, nil, sql, args); err != nil {
 			return c, nil, fmt.Errorf("rewrite query failed: %w", err)
 		}
 	}
-	if c, err = fe.f.Bind(ctx, sql, args); err != nil {
+	if err := fe.f.Usable(ctx, t.status, sql); err != nil {
+		return c, nil, err // the text the server runs, on the server this is
+	}
+	if c, err = fe.f.Bind(ctx, sql, args, def); err != nil {
 		if t.conn != nil {
 			err = fe.f.ParseRefused(ctx, t.conn.PgConn(), sql, err)
 		}
+		return c, nil, err
+	}
+	if err := optionFree(c, kind); err != nil {
 		return c, nil, err
 	}
 	if kind == forExec && len(args) == 0 && c.Fenced {

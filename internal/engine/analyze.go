@@ -65,6 +65,11 @@ type Decision struct {
 	// parser did (0: any), minWhat the construct that needs it (versions.go).
 	minServer int
 	minWhat   string
+
+	// resets are the pinned settings the text returns to the session's default, and
+	// resetHow the statement that does it first (defaults.go).
+	resets   Pinned
+	resetHow string
 }
 
 // CatalogEffect says when a statement makes the connector read the catalog again
@@ -198,10 +203,11 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 	claim := claimWrite(policy, tree)
 	need, needWhat := serverNeeds(scanned, tree)
 	if len(writes) == 0 {
+		resets, how := resetsOf(tree)
 		if claim != nil {
-			return &Decision{act: ActClaim, claimTable: claim}, nil
+			return &Decision{act: ActClaim, claimTable: claim, resets: resets, resetHow: how}, nil
 		}
-		d = &Decision{act: ActPass, minServer: need, minWhat: needWhat}
+		d = &Decision{act: ActPass, minServer: need, minWhat: needWhat, resets: resets, resetHow: how}
 		if policy.RereadsCatalog() {
 			d.catalog = catalogEffectOf(tree)
 		}

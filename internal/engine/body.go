@@ -161,6 +161,9 @@ func judgeBodyText(p *Policy, what, q string) *Error {
 			return e
 		}
 	}
+	if e := refuseBodyReset(what, tree); e != nil {
+		return e
+	}
 	writes, e := findWrites(p, tree)
 	if e != nil {
 		return e

@@ -54,8 +54,8 @@ var dangerousSettings = map[string]string{
 	"backslash_quote":          "it changes how the server reads quotes inside string literals",
 	"escape_string_warning":    "it belongs to the settings that change how string literals are read",
 	"session_replication_role": "replica mode switches off triggers and foreign-key actions, the database-side guard among them",
-	"role":                     "it changes the privileges and the defaults the session runs with",
-	"session_authorization":    "it changes the privileges and the defaults the session runs with",
+	"role":                     "it changes the privileges the session runs with (a role's setting defaults apply only at login)",
+	"session_authorization":    "it changes the privileges the session runs with (a role's setting defaults apply only at login)",
 	"check_function_bodies":    "it lets functions be created without their bodies being checked",
 	"allow_system_table_mods":  "it lets system catalogs be changed",
 }
@@ -94,10 +94,10 @@ func refuseSetting(name, how string) *Error {
 func admitSetting(s *pg.VariableSetStmt) *Error {
 	switch s.Kind {
 	case pg.VariableSetKind_VAR_RESET_ALL:
-		return nil // back to the session's startup values, where the driver pinned what matters
+		return nil // back to the session's defaults, judged on the session (defaults.go)
 	case pg.VariableSetKind_VAR_RESET:
 		if settingAllowed(s.Name) || s.Name == StandardStrings || s.Name == "client_encoding" {
-			return nil // back to the startup value
+			return nil // back to the session's default, judged on the session (defaults.go)
 		}
 		if s.Name == "role" || s.Name == "session_authorization" {
 			// Back to the role the session connected as, what pools send before they
@@ -234,12 +234,16 @@ func admitSetConfig(args []*pg.Node) *Error {
 }
 
 // admitSetConfigCommit judges the value of set_config('synchronous_commit', value, …):
-// a string literal of a durable value, or NULL (set_config's reset to the default).
+// a string literal of a durable value. NULL is set_config's reset to the session's
+// default, which a call judged once for every session (in a routine body too)
+// cannot know: RESET synchronous_commit says the same and is judged on the session
+// it runs on (defaults.go).
 func admitSetConfigCommit(rest []*pg.Node) *Error {
 	if len(rest) > 0 {
 		if c := rest[0].GetAConst(); c != nil {
 			if c.Isnull {
-				return nil
+				return refuse(rulecode.SynchronousCommit, nil, "set_config of synchronous_commit to NULL returns it to the session's default, which may be off or local (a role or database default) and is each session's own",
+					"write RESET synchronous_commit, which sqlfence judges against the default of the session it runs on, or set a durable value ('on', 'remote_apply' or 'remote_write')")
 			}
 			if v, ok := c.Val.(*pg.A_Const_Sval); ok {
 				if durableCommit[strings.ToLower(v.Sval.GetSval())] {

@@ -7,12 +7,12 @@
 // errors, the observer's events and shadow mode — is behind Fence, implemented once
 // in package sqlfence. A third front is a file that calls these methods in order:
 //
-//	chk, err := f.Session(ctx, q, pc)  // once per new session, before anything else
-//	err = chk()                        // before each later statement, when chk is not nil
-//	f.Ready(ctx, q)                    // before each statement: resolve: catalog, read when stale
-//	err := f.Usable(ctx, status, sql)  // the session reads text as sqlfence parses it
-//	c, err := f.Bind(ctx, sql, args)   // what to send: c.Send with c.Args, or an error
-//	err = f.ParseRefused(ctx, pc, sql, err)  // when Bind refused: the server's own parse error
+//	chk, def, err := f.Session(ctx, q, pc) // once per new session, before anything else
+//	err = chk()                            // before each later statement, when chk is not nil
+//	f.Ready(ctx, q)                        // before each statement: resolve: catalog, read when stale
+//	err := f.Usable(ctx, status, sql)      // each text the server runs: the session reads it as sqlfence parses it
+//	c, err := f.Bind(ctx, sql, args, def)  // what to send: c.Send with c.Args, or an error
+//	err = f.ParseRefused(ctx, pc, sql, err) // when Bind refused: the server's own parse error
 //	…send c.Send with c.Args…
 //	err = f.ClaimError(ctx, q, &c, err)      // when the server refused it
 //	err = f.Check(ctx, q, &c, rowsAffected)  // after it ran, when c.NeedsCheck
@@ -53,7 +53,10 @@ type Fence interface {
 	// conn is q's pgx connection, nil on another driver: a fresh connector whose DSN
 	// names more than one host reads the position of the others on connections of
 	// conn's config first, and starts its history from the newest.
-	Session(ctx context.Context, q Querier, conn *pgx.Conn) (check func() error, err error)
+	//
+	// def are the session's defaults of the pinned settings (what RESET ALL returns
+	// them to), read in the same query: every Bind on the session takes them.
+	Session(ctx context.Context, q Querier, conn *pgx.Conn) (check func() error, def *engine.Defaults, err error)
 	// Ready reads the catalog through q when the policy says resolve: catalog and
 	// it has not been read yet. No statement may be decided before it succeeds.
 	// Called before each statement, it also reads the catalog again when it may
@@ -61,14 +64,19 @@ type Fence interface {
 	// passed); otherwise it costs two atomic loads.
 	Ready(ctx context.Context, q Querier) error
 	// Usable checks, before each statement, that the session's reported settings
-	// (status: the server's ParameterStatus) still read text as sqlfence parses it.
-	// A connection that fails it must not be used again.
+	// (status: the server's ParameterStatus) still read text as sqlfence parses it,
+	// and that its server reads query as sqlfence's parser does. query is the text
+	// the server runs (after any rewriting): in a batch, each statement's. A
+	// connection that fails the settings' check must not be used again.
 	Usable(ctx context.Context, status func(string) string, query string) error
 	// Bind decides query and binds it to ctx's epoch and claim. args are the
 	// application's positional arguments ($1…$n), after any rewriting the front
-	// applied; options the front removed are not among them. The error is
+	// applied; options the front removed are not among them, and the front sends
+	// none that its client library would read as an option. def are the session's
+	// defaults (from Session; nil on a driver sqlfence reads nothing through): a
+	// statement that resets a pinned setting is judged against them. The error is
 	// the *sqlfence.Error to return, with nothing sent.
-	Bind(ctx context.Context, query string, args []any) (Call, error)
+	Bind(ctx context.Context, query string, args []any, def *engine.Defaults) (Call, error)
 	// ParseRefused is err, Bind's error, unless it refuses text sqlfence's parser
 	// rejects: then, asked on pc without executing anything (ServerParse), the
 	// server's own error for the text, or the refusal saying the server reads it.

@@ -1,6 +1,7 @@
 // What a connector checks once on every new session: where its server stands in the
-// cluster's history (timeline.go), and whether the session's commits wait for the
-// WAL to be flushed (synchronous_commit), read in one round trip.
+// cluster's history (timeline.go), whether the session's commits wait for the WAL to
+// be flushed (synchronous_commit), and what a reset returns the settings decisions
+// rest on to, read in one round trip.
 
 package pgcatalog
 
@@ -17,7 +18,17 @@ type Session struct {
 	// spells it (on, off, local, remote_write, remote_apply): whatever set it — the
 	// server's configuration, a role or database default, the startup parameters.
 	SynchronousCommit string
+	// Defaults are the values RESET, RESET ALL, SET … TO DEFAULT and DISCARD ALL
+	// return the settings of ResetSettings to (pg_settings.reset_val): what the
+	// session started with — the server's configuration, then database and role
+	// defaults, then the startup parameters — not what a SET after connect (a
+	// pool's AfterConnect) changed. A setting the server does not have is missing.
+	Defaults map[string]string
 }
+
+// ResetSettings are the settings whose defaults ReadSession reads: those a
+// decision assumes keep a value (engine.Pinned).
+var ResetSettings = []string{"standard_conforming_strings", "client_encoding", "synchronous_commit", "session_replication_role"}
 
 // EarlyCommit reports whether the session's commits can return before a
 // synchronous standby has them (local), or before the WAL is flushed at all (off).
@@ -25,18 +36,26 @@ func (s Session) EarlyCommit() bool {
 	return strings.EqualFold(s.SynchronousCommit, "off") || strings.EqualFold(s.SynchronousCommit, "local")
 }
 
-const sessionColumns = `, pg_catalog.current_setting('synchronous_commit')`
+var sessionColumns = `, pg_catalog.current_setting('synchronous_commit'),
+ (SELECT pg_catalog.string_agg(name || '=' || reset_val, ',') FROM pg_catalog.pg_settings WHERE name IN ('` + strings.Join(ResetSettings, "', '") + `'))`
 
-// ReadSession reads the session's position and its synchronous_commit in one query.
+// ReadSession reads the session's position, its synchronous_commit and its
+// settings' defaults in one query.
 func ReadSession(ctx context.Context, query QueryFunc) (Session, error) {
 	p, extra, err := readPosition(ctx, query, sessionColumns)
 	if err != nil {
 		return Session{}, err
 	}
-	if len(extra) != 1 {
+	if len(extra) != 2 {
 		return Session{}, fmt.Errorf("pgcatalog: session query returned %d extra columns", len(extra))
 	}
-	s := Session{Position: p}
+	s := Session{Position: p, Defaults: map[string]string{}}
 	s.SynchronousCommit, _ = extra[0].(string)
+	all, _ := extra[1].(string)
+	for _, kv := range strings.Split(all, ",") {
+		if name, value, ok := strings.Cut(kv, "="); ok {
+			s.Defaults[name] = value
+		}
+	}
 	return s, nil
 }

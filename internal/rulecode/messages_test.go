@@ -37,6 +37,7 @@ var notRendered = map[string]string{
 	rulecode.UnknownShape:        "no statement the parser accepts reaches it today: a guard for shapes added to PostgreSQL's grammar",
 	rulecode.PreparedChanged:     "needs the catalog to change between Prepare and Exec",
 	rulecode.SessionSettings:     "needs a role or database default that changes how the server reads text",
+	rulecode.OptionArgument:      "pgxfence's refusal of a query rewriter's output: pgxfence/options_test.go (TestRewriterOptions) produces it",
 	rulecode.ServerVersion:       "needs a server older than PostgreSQL 17",
 	rulecode.UnreadableRoutine:   "needs resolve: catalog and a routine in a language sqlfence cannot read",
 	rulecode.CheckUnfencedWrite:  "sqlfence check's finding: internal/cli/check's tests and testdata hold its messages",

@@ -80,6 +80,7 @@ const (
 	BehindHistory       = "SF707"
 	OtherCluster        = "SF708"
 	SessionCommit       = "SF709"
+	OptionArgument      = "SF710"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -177,6 +178,7 @@ var All = []Info{
 	{BehindHistory, KindRefused, "a server behind one this connector already used (an older timeline)"},
 	{OtherCluster, KindRefused, "a server of another cluster (system identifier)"},
 	{SessionCommit, KindRefused, "a session whose synchronous_commit is off or local"},
+	{OptionArgument, KindRefused, "a rewriter returned an argument pgx would read as one of its options"},
 	{CheckUnfencedWrite, KindCheck, "a write to a protected table outside the driver, not fenced by hand"},
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},

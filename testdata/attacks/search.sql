@@ -30,3 +30,64 @@ CREATE FUNCTION public.srch_sw(int) RETURNS int LANGUAGE sql AS $$ UPDATE invent
 INSERT INTO audit VALUES ('r')
 --! exec
 SELECT * FROM (SELECT srch_sw(1)) x
+
+-- The session search (search_session_test.go) found these with the fixes of issue 33
+-- reverted: a reset in a pgx batch returning standard_conforming_strings to a
+-- database or role default of off that AfterConnect had covered with a SET, before a
+-- text that is a plain read with it on and an unfenced write with it off (exec
+-- modes that parse each statement as it runs); and a query rewriter whose returned
+-- arguments begin with another rewriter, which pgx took for one of its options.
+
+--! name: search-session-reset-database-default-batch
+--! class: text-reading
+--! mode: describe_exec
+--! afterconnect: SET standard_conforming_strings = on
+--! setup
+ALTER DATABASE ${db} SET standard_conforming_strings = off;
+--! batch
+RESET standard_conforming_strings
+;;
+WITH a AS (SELECT 'x\', ' AS s), u AS (DELETE FROM inventory RETURNING 1) SELECT count(*) FROM u --') SELECT count(*) FROM a
+
+--! name: search-session-set-default-role-default-batch
+--! class: text-reading
+--! mode: describe_exec
+--! afterconnect: SET standard_conforming_strings = on
+--! setup
+ALTER ROLE ${user} IN DATABASE ${db} SET standard_conforming_strings = off;
+--! batch
+SET SESSION standard_conforming_strings TO DEFAULT
+;;
+WITH a AS (SELECT 'x\', ' AS s), u AS (UPDATE inventory SET quantity = 0 RETURNING 1) SELECT count(*) FROM u --') SELECT count(*) FROM a
+
+--! name: search-session-reset-after-read-batch
+--! class: text-reading
+--! mode: cache_describe
+--! afterconnect: SET standard_conforming_strings = on
+--! setup
+ALTER ROLE ${user} IN DATABASE ${db} SET standard_conforming_strings = off;
+--! batch
+SELECT 1
+;;
+RESET standard_conforming_strings
+;;
+WITH a AS (SELECT 'x\', ' AS s), u AS (DELETE FROM inventory RETURNING 1) SELECT count(*) FROM u --') SELECT count(*) FROM a
+
+--! name: search-session-reset-all-exec-batch
+--! class: text-reading
+--! mode: exec
+--! afterconnect: SET standard_conforming_strings = on
+--! setup
+ALTER DATABASE ${db} SET standard_conforming_strings = off;
+--! batch
+RESET ALL
+;;
+WITH a AS (SELECT 'x\', ' AS s), u AS (UPDATE inventory SET quantity = 0 RETURNING 1) SELECT count(*) FROM u --') SELECT count(*) FROM a
+
+--! name: search-rewriter-returns-rewriter
+--! class: fence-meaning
+--! mode: cache_statement
+--! exec rewrite rwargs=rw,exec,cache_describe args=["x'); DELETE FROM inventory; --"]
+SELECT $1::text
+--! to
+WITH u AS (UPDATE inventory SET quantity = 1 RETURNING 1) SELECT count(*) FROM u
