@@ -72,9 +72,16 @@ func (c *conn) usable(ctx context.Context, query string) error {
 	// claim tables' schemas at connect, on pgx), and a fake or go-sqlmock connection
 	// must see only the application's statements.
 	if c.cn != nil && !c.ddlPending && c.cn.base.ResolveCatalog {
-		return c.cn.Ready(ctx, connQuerier(c.inner))
+		return c.cn.readyOn(ctx, connQuerier(c.inner), c.idle())
 	}
 	return nil
+}
+
+// idle reports whether the session is outside a transaction (pgx reports it; other
+// drivers do not, and count as in one): a statement there sees every committed change.
+func (c *conn) idle() bool {
+	pc := pgxConnOf(c.inner)
+	return pc != nil && pc.PgConn().TxStatus() == 'I'
 }
 
 var (

@@ -519,6 +519,14 @@ func TestOpenErrors(t *testing.T) {
 		{"postgres//broken:url&sqlfence_policy=testdata/sqlfence.yaml", "bad DSN: it is neither a postgres:// URL"},
 		{"postgres:/localhost/x?sqlfence_policy=testdata/sqlfence.yaml", "bad DSN"},
 		{"postgres://u:secret@localhost:port/x?sqlfence_policy=testdata/sqlfence.yaml", `bad DSN: invalid port ":port"`},
+		// A misspelt or unknown sqlfence parameter is an error naming the one meant,
+		// in both forms, with or without a policy from the environment.
+		{"postgres://localhost/x?sqlfence_polcy=testdata/sqlfence.yaml", `unknown DSN parameter "sqlfence_polcy" (did you mean sqlfence_policy?)`},
+		{"postgres://localhost/x?sqlfence_policy=testdata/sqlfence.yaml&sqlfence_policy_file=x", `unknown DSN parameter "sqlfence_policy_file" (did you mean sqlfence_policy?)`},
+		{"postgres://localhost/x?SQLFENCE_POLICY=testdata/sqlfence.yaml", `unknown DSN parameter "SQLFENCE_POLICY" (did you mean sqlfence_policy?)`},
+		{"host=localhost sqlfence-policy=testdata/sqlfence.yaml", `unknown DSN parameter "sqlfence-policy" (did you mean sqlfence_policy?)`},
+		{"host=localhost sqlfence_epoch=3 sqlfence_policy=testdata/sqlfence.yaml", `unknown DSN parameter "sqlfence_epoch"`},
+		{"host=localhost sqlfence.fence=on sqlfence_policy=testdata/sqlfence.yaml", `unknown DSN parameter "sqlfence.fence" (did you mean sqlfence.fenced?)`},
 	} {
 		db, err := sql.Open("sqlfence", c.dsn)
 		if err == nil {

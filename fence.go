@@ -63,6 +63,14 @@ type fence struct {
 	ready  atomic.Bool
 	stale  atomic.Bool
 	readAt atomic.Int64
+	// fingerprint is the catalog's fingerprint (pgcatalog.Fingerprint) read before the
+	// last read of the catalog, "" when it was read without one; under resolveMu.
+	// catalog_refresh compares it with the catalog's of the moment and reads the
+	// catalog again only when they differ (catchUp).
+	fingerprint string
+	// checks, reads and kept count the fingerprints read, the full reads of the
+	// catalog, and those that found the rows in use (for tests and benchmarks).
+	checks, reads, kept atomic.Int64
 	// claimsKnown: every unqualified claim table's schema is known (claimschema.go).
 	claimsKnown atomic.Bool
 	// dial opens a fresh connection of the inner connector for reading the catalog
@@ -122,7 +130,12 @@ func (f *fence) current() *enforcer { return f.enforcer.Load() }
 // Ready reads the catalog before the first statement, and again before a statement
 // when it may have changed: the guard said so (stale), or, where the database has no
 // catalog version, catalog_refresh has passed. Otherwise it costs two atomic loads.
-func (f *fence) Ready(ctx context.Context, q front.Querier) error {
+func (f *fence) Ready(ctx context.Context, q front.Querier) error { return f.readyOn(ctx, q, false) }
+
+// readyOn is Ready; idle says that q's session is outside a transaction, so that a
+// statement on it sees every committed change: catalog_refresh then asks it whether
+// the catalog changed, rather than a new connection.
+func (f *fence) readyOn(ctx context.Context, q front.Querier, idle bool) error {
 	// The claim tables' schemas, read on the first session, until every one is known.
 	if !f.claimsKnown.Load() {
 		known, err := f.cfg.claims.resolve(ctx, q, f.base)
@@ -142,7 +155,7 @@ func (f *fence) Ready(ctx context.Context, q front.Querier) error {
 	if !f.stale.Load() && !f.due() {
 		return nil // another connection read it meanwhile
 	}
-	if err := f.catchUp(ctx, q); err != nil {
+	if err := f.catchUp(ctx, q, idle); err != nil {
 		return fmt.Errorf("sqlfence: the catalog may have changed, and reading it again failed, so the statement was not sent: %w", err)
 	}
 	return nil
@@ -157,17 +170,52 @@ func (f *fence) due() bool {
 
 // catchUp reads the catalog again over a fresh connection when the front gives one.
 // With a catalog version, a version that has not moved keeps the snapshot (the
-// guard's SF001 may have had nothing to do with DDL).
-func (f *fence) catchUp(ctx context.Context, q front.Querier) error {
-	if f.dial != nil {
-		dq, done, err := f.dial(ctx)
+// guard's SF001 may have had nothing to do with DDL). Where catalog_refresh's period
+// alone asks for it, a fingerprint that has not moved keeps it: one query, on q
+// itself when idle (outside a transaction, so it sees every committed change), the
+// snapshot, the decision cache and every connection's memo untouched.
+func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
+	cur := f.current().policy
+	start := time.Now().UnixNano()
+	var done func()
+	defer func() {
+		if done != nil {
+			done()
+		}
+	}()
+	dial := func() error {
+		if f.dial == nil || done != nil {
+			return nil
+		}
+		dq, d, err := f.dial(ctx)
 		if err != nil {
 			return err
 		}
-		defer done()
-		q = dq
+		q, done = dq, d
+		return nil
 	}
-	if cur := f.current().policy; cur.CatalogVersion > 0 {
+	if !f.stale.Load() && cur.CatalogVersion == 0 && cur.CatalogRefresh > 0 {
+		if !idle {
+			if err := dial(); err != nil {
+				return err
+			}
+		}
+		// A fingerprint that cannot be read (a role denied a catalog) is no answer:
+		// the catalog is read in full, as without one.
+		f.checks.Add(1)
+		if got, err := pgcatalog.Fingerprint(ctx, q); err == nil {
+			if got == f.fingerprint {
+				f.readAt.Store(start)
+				return nil
+			}
+		}
+	}
+	// The snapshot is read on a fresh connection: outside the application's
+	// transaction and free of its session's settings, as the first was.
+	if err := dial(); err != nil {
+		return err
+	}
+	if cur.CatalogVersion > 0 {
 		f.stale.Store(false)
 		v, err := pgcatalog.Version(ctx, q)
 		if err != nil {
@@ -178,7 +226,7 @@ func (f *fence) catchUp(ctx context.Context, q front.Querier) error {
 			return nil
 		}
 	}
-	return f.reload(ctx, q)
+	return f.reloadAt(ctx, q, start)
 }
 
 // refresh reads the catalog again through q, after DDL through the driver, and
@@ -190,9 +238,18 @@ func (f *fence) refresh(ctx context.Context, q front.Querier) error {
 }
 
 func (f *fence) reload(ctx context.Context, q front.Querier) error {
+	return f.reloadAt(ctx, q, time.Now().UnixNano())
+}
+
+// reloadAt reads the catalog and swaps in an enforcer for it, unless it found the
+// rows the enforcer in use was made from: then that one, its decision cache and the
+// connections' memos stay (decisions depend on nothing else). start is when the
+// read was asked for: catalog_refresh's period counts from it.
+func (f *fence) reloadAt(ctx context.Context, q front.Querier, start int64) error {
 	// Cleared first: the guard's word that arrives during the read is kept.
 	f.stale.Store(false)
-	start := time.Now().UnixNano()
+	f.fingerprint = ""
+	f.reads.Add(1)
 	p, err := engine.Resolve(ctx, q, f.base)
 	var ce *engine.CatalogError
 	if err != nil && f.base.Enforce == engine.EnforceShadow && errors.As(err, &ce) {
@@ -209,6 +266,11 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 		return catalogError(err)
 	}
 	f.readAt.Store(start)
+	f.fingerprint = p.CatalogFingerprint
+	if f.resolved && p.SameCatalog(f.current().policy) {
+		f.kept.Add(1)
+		return nil
+	}
 	e := newEnforcer(p, f.cfg)
 	if old := f.enforcer.Swap(e); old != nil {
 		st := old.eng.Stats()

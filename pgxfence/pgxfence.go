@@ -60,12 +60,18 @@ type Pool struct {
 // standard_conforming_strings on and client_encoding UTF8 (PostgreSQL's defaults);
 // a statement on a connection that does not is refused. With the database-side
 // guard (sqlfence guard) installed, the connections must carry the setting
-// sqlfence.GuardSetting = on, set where it costs no round trip:
+// sqlfence.GuardSetting = on, set where it costs no round trip (Open sets it):
 //
 //	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
+//
+// Without it New asks the database once whether the guard is installed, and fails
+// with the fix if it is (SF711), rather than at the first write.
 func New(pool *pgxpool.Pool, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Pool, error) {
 	if pool == nil {
 		return nil, errors.New("pgxfence: New: nil pool")
+	}
+	if err := checkGuardSetting(pool.Config().ConnConfig.RuntimeParams, poolConn(pool)); err != nil {
+		return nil, err
 	}
 	fe, err := open(p, opts, pool.Config().ConnConfig.DefaultQueryExecMode)
 	if err != nil {
@@ -87,6 +93,9 @@ type Conn struct {
 func NewConn(conn *pgx.Conn, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Conn, error) {
 	if conn == nil {
 		return nil, errors.New("pgxfence: NewConn: nil conn")
+	}
+	if err := checkGuardSetting(conn.Config().RuntimeParams, connConn(conn)); err != nil {
+		return nil, err
 	}
 	fe, err := open(p, opts, conn.Config().DefaultQueryExecMode)
 	if err != nil {

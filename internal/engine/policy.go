@@ -82,6 +82,9 @@ type Policy struct {
 	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
 	// keeps other sessions' DDL from reaching the fence (catalogMissing).
 	CatalogMissing string
+	// CatalogFingerprint is the catalog's fingerprint, read before the snapshot where
+	// catalog_refresh will read it again ("" otherwise; pgcatalog.Fingerprint).
+	CatalogFingerprint string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.
@@ -91,6 +94,8 @@ type Policy struct {
 	// copy that judges a routine body read from it.
 	catalog *catalogSnapshot
 	judging *bodyJudgment
+	// digest is what Resolve read (catalog_digest.go).
+	digest catalogDigest
 }
 
 // Index builds the indexes Match and MatchFunction use; the root package calls it

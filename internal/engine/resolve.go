@@ -20,6 +20,9 @@ import (
 // foreign-key actions (catalog.go). It returns the policy extended with those
 // relations and that snapshot.
 func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
+	var digest catalogDigest
+	plain := query
+	query = digesting(query, &digest)
 	var extra []Table
 	seen := map[QualifiedName]bool{}
 	for _, t := range p.Tables {
@@ -31,6 +34,13 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	ver, err := pgcatalog.Version(ctx, query)
 	if err != nil {
 		return nil, chk.readError("reading the catalog version", err)
+	}
+	// Where catalog_refresh will read the catalog again, its fingerprint, before the
+	// rest: a later fingerprint equal to it means nothing this read sees has changed
+	// (pgcatalog.Fingerprint). Left out of the digest, which is of what the rest read.
+	var fingerprint string
+	if p.CatalogRefresh > 0 && !ver.Installed() {
+		fingerprint, _ = pgcatalog.Fingerprint(ctx, plain) // "": the first period reads it all
 	}
 	for i := range p.Tables {
 		t := &p.Tables[i]
@@ -118,6 +128,8 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	if missing == "" {
 		r.CatalogVersion = ver.Version
 	}
+	r.digest = digest
+	r.CatalogFingerprint = fingerprint
 	return r, nil
 }
 

@@ -2,11 +2,13 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
@@ -44,7 +46,7 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 		}
 		rows, err := tx.Query(ctx, "SELECT relation, kind FROM sqlfence.install_guard($1, $2, $3, $4)", schema, c.name, c.column, c.insert)
 		if err != nil {
-			return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+			return installError(c, err)
 		}
 		var rels []string
 		for rows.Next() {
@@ -58,7 +60,7 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 			rels = append(rels, rel)
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+			return installError(c, err)
 		}
 		report = append(report, guarded{c.table.QualifiedName.String(), c.column, rels})
 	}
@@ -89,6 +91,21 @@ Remove the guard with: sqlfence guard --drop --apply --dsn ...
 	g.reportVersion(ctx, conn, stdout)
 	g.warnCatalog(ctx, conn, stdout)
 	return nil
+}
+
+// installError is install_guard's error for one policy entry. The guard's own
+// errors already say "sqlfence guard: …", as the command's line does: their message
+// and hint are given once, with the policy line.
+func installError(c guardCall, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Message, "sqlfence guard: ") {
+		msg := fmt.Sprintf("%s (policy line %d) [%s]", strings.TrimPrefix(pe.Message, "sqlfence guard: "), c.table.Line, pe.Code)
+		if pe.Hint != "" {
+			msg += ": " + pe.Hint
+		}
+		return errors.New(msg)
+	}
+	return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
 }
 
 // reportVersion says whether the catalog version is live: without its event triggers
