@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
@@ -366,6 +368,10 @@ func (f *fence) Bind(ctx context.Context, query string, args []any, def *engine.
 		c.Args = append(c.Args, b.Claim.Key())
 	}
 	return c, nil
+}
+
+func (f *fence) ParseRefused(ctx context.Context, pc *pgconn.PgConn, query string, err error) error {
+	return parseRefused(ctx, pc, query, err)
 }
 
 func (f *fence) Check(ctx context.Context, q front.Querier, c *front.Call, affected int64) error {

@@ -86,6 +86,9 @@ func (fe *fence) bind(ctx context.Context, t target, def *engine.Defaults, sql s
 		return c, nil, err // the text the server runs, on the server this is
 	}
 	if c, err = fe.f.Bind(ctx, sql, args, def); err != nil {
+		if t.conn != nil {
+			err = fe.f.ParseRefused(ctx, t.conn.PgConn(), sql, err)
+		}
 		return c, nil, err
 	}
 	if err := optionFree(c, kind); err != nil {
