@@ -9,7 +9,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/sqlfence/sqlfence/internal/dsnparam"
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
@@ -32,7 +32,7 @@ const GuardSetting = "sqlfence.fenced"
 // PolicyParam is the DSN parameter that names the policy file; PolicyEnv the
 // environment variable consulted when the DSN has none.
 const (
-	PolicyParam = "sqlfence_policy"
+	PolicyParam = dsnparam.Policy
 	PolicyEnv   = "SQLFENCE_POLICY"
 )
 
@@ -81,7 +81,7 @@ func (Driver) OpenConnector(dsn string) (driver.Connector, error) { return OpenC
 //	connector, err := sqlfence.OpenConnector(dsn, sqlfence.WithLogger(logger))
 //	db := sql.OpenDB(connector)
 func OpenConnector(dsn string, opts ...ConnectorOption) (driver.Connector, error) {
-	path, innerDSN, err := splitPolicyParam(dsn)
+	path, innerDSN, err := dsnparam.Split(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -185,99 +185,3 @@ func (c *registeredConnector) read(ctx context.Context) (*pgx.ConnConfig, error)
 }
 
 func (c *registeredConnector) Driver() driver.Driver { return stdlib.GetDefaultDriver() }
-
-// splitPolicyParam removes the policy parameter from a DSN, in URL or keyword/value
-// form, so pgx never sees a parameter it would send to the server as a setting.
-func splitPolicyParam(dsn string) (path, rest string, err error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err // url.Error quotes the whole URL, password and all
-			}
-			return "", "", fmt.Errorf("sqlfence: bad DSN: %w", err)
-		}
-		// The other parameters are kept byte for byte: pgx reads them as libpq does,
-		// where '+' is a plus sign, so re-encoding them (url.Values.Encode writes a
-		// space as '+') would turn options=-c%20a=b into "-c+a=b".
-		var kept []string
-		found := false
-		for pair := range strings.SplitSeq(u.RawQuery, "&") {
-			rawKey, rawValue, _ := strings.Cut(pair, "=")
-			if key, err := url.QueryUnescape(rawKey); err == nil && key == PolicyParam {
-				found = true
-				if path, err = url.QueryUnescape(rawValue); err != nil {
-					return "", "", fmt.Errorf("sqlfence: bad DSN: %s: %w", PolicyParam, err)
-				}
-				continue
-			}
-			kept = append(kept, pair)
-		}
-		if !found {
-			return "", dsn, nil
-		}
-		u.RawQuery = strings.Join(kept, "&")
-		return path, u.String(), nil
-	}
-	// keyword=value pairs separated by spaces; values may be single-quoted with \' and \\.
-	var kept []string
-	for i := 0; i < len(dsn); {
-		for i < len(dsn) && dsn[i] == ' ' {
-			i++
-		}
-		start := i
-		eq := strings.IndexByte(dsn[i:], '=')
-		if eq < 0 {
-			if strings.TrimSpace(dsn[i:]) != "" {
-				kept = append(kept, dsn[i:])
-			}
-			break
-		}
-		if sp := strings.IndexByte(dsn[i:], ' '); sp >= 0 && sp < eq && strings.TrimSpace(dsn[i+sp:i+eq]) != "" {
-			// A word without a value: the name stdlib.RegisterConnConfig returned,
-			// followed by sqlfence_policy=PATH. Kept as it is.
-			kept = append(kept, dsn[i:i+sp])
-			i += sp
-			continue
-		}
-		key := strings.TrimSpace(dsn[i : i+eq])
-		if strings.ContainsAny(key, "/:?&@") {
-			// A URL with a typo (postgres//host, postgres:/host) would otherwise read as
-			// one odd keyword, and the policy parameter inside it would go unseen. The
-			// text is not quoted back: it may hold a password.
-			return "", "", errors.New("sqlfence: bad DSN: it is neither a postgres:// URL nor keyword=value pairs; " +
-				"write postgres://user:password@host/db?" + PolicyParam + "=PATH or host=HOST dbname=DB " + PolicyParam + "=PATH")
-		}
-		i += eq + 1
-		for i < len(dsn) && dsn[i] == ' ' {
-			i++
-		}
-		var val strings.Builder
-		if i < len(dsn) && dsn[i] == '\'' {
-			i++
-			for i < len(dsn) && dsn[i] != '\'' {
-				if dsn[i] == '\\' && i+1 < len(dsn) {
-					i++
-				}
-				val.WriteByte(dsn[i])
-				i++
-			}
-			if i >= len(dsn) {
-				return "", "", errors.New("sqlfence: bad DSN: unterminated quoted value for " + key)
-			}
-			i++
-		} else {
-			for i < len(dsn) && dsn[i] != ' ' {
-				val.WriteByte(dsn[i])
-				i++
-			}
-		}
-		if key == PolicyParam {
-			path = val.String()
-			continue
-		}
-		kept = append(kept, dsn[start:i])
-	}
-	return path, strings.Join(kept, " "), nil
-}

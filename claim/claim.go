@@ -88,21 +88,21 @@ const DefaultLease = 30 * time.Second
 var (
 	// ErrNoJob: ClaimNext found no job that is pending and available, or
 	// claimed with an expired lease.
-	ErrNoJob = errors.New("claim: no job to claim")
+	ErrNoJob = errors.New("claim [SF614]: no job to claim")
 	// ErrNotClaimable: the job asked for is held by a live claim, not yet
 	// available, done, or missing. The concrete error is *NotClaimableError.
-	ErrNotClaimable = errors.New("claim: job not claimable")
+	ErrNotClaimable = errors.New("claim [SF615]: job not claimable")
 	// ErrDone: the job asked for was completed. It also matches
 	// ErrNotClaimable. For a queue that redelivers a message whose
 	// acknowledgement was lost, it means: acknowledge it, do not run it again.
-	ErrDone = errors.New("claim: job is done")
+	ErrDone = errors.New("claim [SF615]: job is done")
 	// ErrLeaseLost is the cause a Lease's context is cancelled with when the
 	// lease could not be renewed. The concrete cause is *LostError; it also
 	// matches sqlfence.ErrFenced when the renewal found the job claimed again.
-	ErrLeaseLost = errors.New("claim: lease lost")
+	ErrLeaseLost = errors.New("claim [SF616]: lease lost")
 	// ErrEnded is the cause a Lease's context is cancelled with by Complete,
 	// Release and Stop, and the error of a second Complete or Release.
-	ErrEnded = errors.New("claim: lease ended")
+	ErrEnded = errors.New("claim [SF613]: lease ended")
 )
 
 // NotClaimableError says why a given job could not be claimed.
@@ -141,7 +141,7 @@ func (e *NotClaimableError) Error() string {
 	default:
 		what, fix = fmt.Sprintf("%s at epoch %d", e.Status, e.Epoch), "wait until it is claimable"
 	}
-	return fmt.Sprintf("claim: job %v in table %s is not claimable: %s; %s", e.JobID, e.Table, what, fix)
+	return fmt.Sprintf("claim [SF615]: job %v in table %s is not claimable: %s; %s", e.JobID, e.Table, what, fix)
 }
 
 // Is makes the error match ErrNotClaimable, and ErrDone for a completed job.
@@ -162,7 +162,7 @@ type LostError struct {
 }
 
 func (e *LostError) Error() string {
-	return fmt.Sprintf("claim: lease lost: job %v in table %s, epoch %d: %v; stop the handler: the job may already run elsewhere under a newer epoch",
+	return fmt.Sprintf("claim [SF616]: lease lost: job %v in table %s, epoch %d: %v; stop the handler: the job may already run elsewhere under a newer epoch",
 		e.JobID, e.Table, e.Epoch, e.Err)
 }
 
@@ -222,7 +222,7 @@ func leaseConfig(t *table, epochs EpochSource, sequence, counter string, lease, 
 	switch epochs {
 	case GlobalEpoch, PerJobEpoch, CounterEpoch:
 	default:
-		return name{}, name{}, fmt.Errorf("claim: unknown epoch source %v; use GlobalEpoch, PerJobEpoch or CounterEpoch", epochs)
+		return name{}, name{}, fmt.Errorf("claim [SF617]: unknown epoch source %v; use GlobalEpoch, PerJobEpoch or CounterEpoch", epochs)
 	}
 	t.epochs = epochs
 	if sequence == "" {
@@ -241,13 +241,13 @@ func leaseConfig(t *table, epochs EpochSource, sequence, counter string, lease, 
 	case lease == 0:
 		lease = DefaultLease
 	case lease < time.Millisecond:
-		return name{}, name{}, fmt.Errorf("claim: lease %v is too short; leases are at least 1ms (default %v)", lease, DefaultLease)
+		return name{}, name{}, fmt.Errorf("claim [SF617]: lease %v is too short; leases are at least 1ms (default %v)", lease, DefaultLease)
 	}
 	switch {
 	case renewEvery == 0:
 		renewEvery = lease / 3
 	case renewEvery >= lease:
-		return name{}, name{}, fmt.Errorf("claim: RenewEvery %v is not shorter than the lease %v: the lease would run out between renewals; use about a third of it", renewEvery, lease)
+		return name{}, name{}, fmt.Errorf("claim [SF617]: RenewEvery %v is not shorter than the lease %v: the lease would run out between renewals; use about a third of it", renewEvery, lease)
 	}
 	t.lease, t.renewEvery = lease, renewEvery
 	return seq, ctr, nil
@@ -268,7 +268,8 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // claim, and the error is a *FailoverError.
 func (l *Lease) notHeld(ctx context.Context, db DB, op, stmt string) error {
 	t, id, epoch := l.t, l.JobID, l.Epoch
-	e := &sqlfence.Error{Kind: sqlfence.ErrFenced, Table: t.name.String(), Epoch: epoch, Statement: stmt,
+	// SF102 unless the inspection tells more: the claim is no longer this one.
+	e := &sqlfence.Error{Kind: sqlfence.ErrFenced, Code: rulecode.FencedClaim, Table: t.name.String(), Epoch: epoch, Statement: stmt,
 		Fix: "this execution no longer holds the job: stop the handler and do not retry with this epoch"}
 	var (
 		status       string
@@ -297,7 +298,7 @@ func (l *Lease) notHeld(ctx context.Context, db DB, op, stmt string) error {
 		e.StoredEpoch, e.HasStored, e.Code = stored, true, rulecode.FencedClaim
 		e.Reason = fmt.Sprintf("%s refused: job %v was claimed again at epoch %d (now %s) after this claim's lease ran out", op, id, stored, status)
 	case stored == epoch:
-		e.StoredEpoch, e.HasStored = stored, true
+		e.StoredEpoch, e.HasStored, e.Code = stored, true, rulecode.ClaimEnded
 		e.Reason = fmt.Sprintf("%s refused: job %v is already %s at this claim's epoch", op, id, status)
 		e.Fix = "the claim was already completed or released; a lease ends once"
 	default:

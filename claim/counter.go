@@ -22,7 +22,7 @@ const DefaultCounter = "sqlfence_epoch_counter"
 // ErrUnorderedSequence: a GlobalEpoch claim found its arbiter to be a
 // distributed engine, where a sequence's values are not ordered across nodes.
 // The claim is refused before it draws an epoch.
-var ErrUnorderedSequence = errors.New("claim: the arbiter's sequences are not ordered across its nodes")
+var ErrUnorderedSequence = errors.New("claim [SF617]: the arbiter's sequences are not ordered across its nodes")
 
 // counterCTE is the statement prefix that draws a CounterEpoch epoch: one
 // increment of the single counter row. PostgreSQL runs it when the claim's SET
@@ -130,7 +130,7 @@ func (t *table) checkSequenceOrdered(ctx context.Context, db DB) error {
 		citus   bool
 	)
 	if err := db.QueryRowContext(claimctx.With(ctx), engineProbeSQL).Scan(&version, &citus); err != nil {
-		return fmt.Errorf("claim: reading which server the %s %s is on, before its first GlobalEpoch claim: %w", t.kind, t.name, err)
+		return fmt.Errorf("claim [SF618]: reading which server the %s %s is on, before its first GlobalEpoch claim: %w", t.kind, t.name, err)
 	}
 	if engine := distributedEngine(version, citus); engine != "" {
 		return fmt.Errorf("%w: the %s %s is on %s (%s), where a sequence hands out values per node: a GlobalEpoch claim could draw an epoch below one already written, and a stale execution would write again; use CounterEpoch (one counter row, ordered on every engine) or PerJobEpoch",

@@ -33,6 +33,7 @@
 //
 //	ctx := lease.Context() // carries the epoch; cancelled when the execution must stop
 //	_, err = fenced.ExecContext(ctx, `UPDATE inventory SET quantity = quantity - $2 WHERE sku = $1`, sku, qty)
+//	err = lease.Err(err) // a statement cut short by a fence's cancellation: context.Canceled, with the cause added
 //	switch {
 //	case err == nil:
 //		err = lease.Complete(context.Background())

@@ -108,7 +108,7 @@ func ExampleJobs_ClaimNext() {
 	// Output:
 	// claimed job 1 at epoch 4294967297
 	// apple: 9 left, written at epoch 4294967297
-	// claim: no job to claim
+	// claim [SF614]: no job to claim
 }
 
 // A worker paused past its lease (here: a lease of 50ms and no keeper) is
@@ -142,16 +142,21 @@ func ExampleLease_Context() {
 	fmt.Println("stale write fenced:", errors.Is(err, sqlfence.ErrFenced))
 	<-stale.Context().Done()
 	fmt.Println("stale handler stopped, cause fenced:", errors.Is(context.Cause(stale.Context()), sqlfence.ErrFenced))
+	// Later statements on the cancelled context fail with context.Canceled;
+	// Lease.Err adds the cause.
+	_, err = db.ExecContext(stale.Context(), `SELECT 1`)
+	fmt.Println("next statement:", errors.Is(err, context.Canceled), "fenced, with Lease.Err:", errors.Is(stale.Err(err), sqlfence.ErrFenced))
 	err = stale.Complete(ctx)
 	var fe *sqlfence.Error
 	errors.As(err, &fe)
-	fmt.Printf("stale completion fenced: %v (own epoch %d, stored %d)\n", errors.Is(err, sqlfence.ErrFenced), fe.Epoch, fe.StoredEpoch)
+	fmt.Printf("stale completion fenced: %v [%s] (own epoch %d, stored %d)\n", errors.Is(err, sqlfence.ErrFenced), fe.Code, fe.Epoch, fe.StoredEpoch)
 	fmt.Println("successor completes:", next.Complete(ctx))
 	// Output:
 	// job 1: epoch 4294967297, then epoch 4294967298
 	// stale write fenced: true
 	// stale handler stopped, cause fenced: true
-	// stale completion fenced: true (own epoch 4294967297, stored 4294967298)
+	// next statement: true fenced, with Lease.Err: true
+	// stale completion fenced: true [SF102] (own epoch 4294967297, stored 4294967298)
 	// successor completes: <nil>
 }
 

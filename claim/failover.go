@@ -85,12 +85,6 @@ const syncCommitSQL = "pg_catalog.set_config('synchronous_commit', 'on', true) I
 const syncStandbySQL = "(pg_catalog.current_setting('synchronous_standby_names') <> '' AND EXISTS " +
 	"(SELECT FROM pg_catalog.pg_stat_replication r WHERE r.sync_state IN ('sync', 'quorum')))"
 
-// syncStateSQL reads what syncStandbySQL decides on, to explain a refused claim.
-const syncStateSQL = "SELECT pg_catalog.current_setting('synchronous_standby_names'), " +
-	"(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_replication r WHERE r.sync_state IN ('sync', 'quorum')), " +
-	"(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_replication r WHERE r.sync_state IS NULL), " +
-	"pg_catalog.pg_is_in_recovery()"
-
 var (
 	// ErrFailover: the arbiter went back in time under a lease. Either the job's
 	// epoch on the arbiter is below the lease's — the claim was lost, with the WAL
@@ -185,12 +179,13 @@ func (t *table) noSyncStandby(ctx context.Context, db DB) error {
 		return nil
 	}
 	var (
-		names           string
-		sync, invisible int64
-		standby         bool
+		names                  string
+		sync, invisible, async int64
+		standby                bool
 	)
-	if err := db.QueryRowContext(claimctx.With(ctx), syncStateSQL).Scan(&names, &sync, &invisible, &standby); err != nil {
-		return fmt.Errorf("claim: reading the arbiter's synchronous standbys for the %s %s: %w", t.kind, t.name, err)
+	// pgcatalog.SyncStateSQL: the query sqlfence doctor reports replication with.
+	if err := db.QueryRowContext(claimctx.With(ctx), pgcatalog.SyncStateSQL).Scan(&names, &sync, &invisible, &standby, &async); err != nil {
+		return fmt.Errorf("claim [SF618]: reading the arbiter's synchronous standbys for the %s %s: %w", t.kind, t.name, err)
 	}
 	switch {
 	case standby:

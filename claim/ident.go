@@ -40,7 +40,7 @@ func parseName(what, s string, maxParts int) (name, error) {
 		err = errors.New(`a column name is a single identifier (quote it, '"a.b"', if the dot is part of the name)`)
 	}
 	if err != nil {
-		return name{}, fmt.Errorf("claim: bad %s %q: %v", what, s, err)
+		return name{}, fmt.Errorf("claim [SF617]: bad %s %q: %v", what, s, err)
 	}
 	parts := []string{q.Name}
 	if q.Schema != "" {

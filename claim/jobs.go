@@ -139,7 +139,7 @@ func newJobs(cfg JobsConfig, legacy bool) (*Jobs, error) {
 			return nil, err
 		}
 		if prev, dup := seen[col.dst.parts[0]]; dup {
-			return nil, fmt.Errorf("claim: columns %s and %s are both %q; each role needs its own column", prev, col.field, col.dst.parts[0])
+			return nil, fmt.Errorf("claim [SF617]: columns %s and %s are both %q; each role needs its own column", prev, col.field, col.dst.parts[0])
 		}
 		seen[col.dst.parts[0]] = col.field
 	}
@@ -193,7 +193,7 @@ func newJobs(cfg JobsConfig, legacy bool) (*Jobs, error) {
 	lock := " FOR UPDATE NOWAIT"
 	switch {
 	case cfg.TakeoverWait < 0:
-		return nil, fmt.Errorf("claim: TakeoverWait %v is negative; use 0 for no wait", cfg.TakeoverWait)
+		return nil, fmt.Errorf("claim [SF617]: TakeoverWait %v is negative; use 0 for no wait", cfg.TakeoverWait)
 	case cfg.TakeoverWait > 0:
 		// The wait is bounded by a lock_timeout local to the claim's own
 		// transaction, set in the row's filter so that it is in force when the
@@ -313,7 +313,7 @@ func (j *Jobs) Claim(ctx context.Context, db DB, id any, dest ...any) (*Lease, e
 
 func (j *Jobs) checkDest(dest []any) error {
 	if len(dest) != j.returning {
-		return fmt.Errorf("claim: %d dest arguments for %d Returning columns of the jobs table %s", len(dest), j.returning, j.t.name)
+		return fmt.Errorf("claim [SF617]: %d dest arguments for %d Returning columns of the jobs table %s", len(dest), j.returning, j.t.name)
 	}
 	return nil
 }
@@ -331,10 +331,10 @@ func (j *Jobs) scan(ctx context.Context, db DB, sent time.Time, row *sql.Row, de
 		}
 		var pgErr *pgconn.PgError
 		if j.returning > 0 && errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column
-			return nil, fmt.Errorf("claim: claiming from the jobs table %s: %w; Schema creates only the claim's own columns: "+
+			return nil, fmt.Errorf("claim [SF618]: claiming from the jobs table %s: %w; Schema creates only the claim's own columns: "+
 				"add the payload columns JobsConfig.Returning names to the table (ALTER TABLE %s ADD COLUMN …)", j.t.name, err, j.t.name)
 		}
-		return nil, unknownOutcome(fmt.Errorf("claim: claiming from the jobs table %s: %w", j.t.name, err), "claim in the jobs table "+j.t.name.String())
+		return nil, unknownOutcome(fmt.Errorf("claim [SF618]: claiming from the jobs table %s: %w", j.t.name, err), "claim in the jobs table "+j.t.name.String())
 	}
 	return newLease(ctx, &j.t, db, id, epoch, tl.Int64, exp, sent), nil
 }
@@ -366,7 +366,7 @@ func (t *table) notClaimable(ctx context.Context, db DB, id any) error {
 	case errors.Is(err, sql.ErrNoRows):
 		return e
 	case err != nil:
-		return fmt.Errorf("claim: job %v in table %s was not claimable, and reading why failed: %w", id, t.name, err)
+		return fmt.Errorf("claim [SF618]: job %v in table %s was not claimable, and reading why failed: %w", id, t.name, err)
 	}
 	e.Found, e.ExpiresAt = true, exp.Time
 	switch e.Status {

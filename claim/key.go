@@ -50,7 +50,7 @@ func (l *Lease) Key(step string) (string, error) {
 
 func effectKey(ns, table string, jobID any, step string) (string, error) {
 	if err := checkStep(step); err != nil {
-		return "", fmt.Errorf("claim: effect key of job %v in table %s: %w", jobID, table, err)
+		return "", fmt.Errorf("claim [SF617]: effect key of job %v in table %s: %w", jobID, table, err)
 	}
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
@@ -118,7 +118,7 @@ func (l *Lease) Check(ctx context.Context, db DB) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("claim: checking the claim on job %v in table %s, epoch %d: %w", l.JobID, l.t.name, l.Epoch, err)
+		return fmt.Errorf("claim [SF618]: checking the claim on job %v in table %s, epoch %d: %w", l.JobID, l.t.name, l.Epoch, err)
 	}
 	if err := l.checkTimeline(ctx, "claim check", tl); err != nil {
 		l.cancel(err)

@@ -78,6 +78,38 @@ func newLease(parent context.Context, t *table, db DB, id any, epoch, timeline i
 // cancelled when the execution must stop (see Lease).
 func (l *Lease) Context() context.Context { return l.ctx }
 
+// Err is err as the handler should judge it: once the lease's context has been
+// cancelled, a statement cut short by the cancellation returns a bare
+// context.Canceled, or sql.ErrTxDone for its rolled-back transaction (database/sql
+// and pgx return the context's error, not its cause); Err adds the cause, so that
+// after a fence errors.Is(lease.Err(err), sqlfence.ErrFenced) holds, after a lost
+// lease ErrLeaseLost, after Complete, Release or Stop ErrEnded. An err that already
+// carries the cause, or any while the context is live, is returned as it is; nil
+// stays nil.
+//
+//	_, err := db.ExecContext(lease.Context(), `UPDATE …`)
+//	if errors.Is(lease.Err(err), sqlfence.ErrFenced) { … }
+func (l *Lease) Err(err error) error {
+	if err == nil || l.ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(l.ctx)
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return &causedError{err: err, cause: cause}
+}
+
+// causedError is a statement's error with the cause of the context that cut it
+// short.
+type causedError struct{ err, cause error }
+
+func (e *causedError) Error() string {
+	return e.err.Error() + " (the lease's context was cancelled: " + e.cause.Error() + ")"
+}
+
+func (e *causedError) Unwrap() []error { return []error{e.cause, e.err} }
+
 // ExpiresAt returns the lease's end on the arbiter's clock, as of the last
 // claim or renewal.
 func (l *Lease) ExpiresAt() time.Time {
@@ -162,7 +194,7 @@ func (l *Lease) renew(ctx context.Context) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("claim: renewing job %v in table %s, epoch %d: %w", l.JobID, l.t.name, l.Epoch, err)
+		return fmt.Errorf("claim [SF618]: renewing job %v in table %s, epoch %d: %w", l.JobID, l.t.name, l.Epoch, err)
 	}
 	if err := l.checkTimeline(ctx, "renewal", tl); err != nil {
 		l.cancel(&LostError{Table: l.t.name.String(), JobID: l.JobID, Epoch: l.Epoch, Err: err})
@@ -246,11 +278,11 @@ func (l *Lease) CompleteIn(ctx context.Context, db DB) error {
 func (l *Lease) exec(ctx context.Context, db DB, op, stmt string, args ...any) error {
 	res, err := db.ExecContext(claimctx.With(ctx), stmt, args...)
 	if err != nil {
-		return fmt.Errorf("claim: %s of job %v in table %s, epoch %d: %w", op, l.JobID, l.t.name, l.Epoch, err)
+		return fmt.Errorf("claim [SF618]: %s of job %v in table %s, epoch %d: %w", op, l.JobID, l.t.name, l.Epoch, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("claim: %s of job %v in table %s, epoch %d: %w", op, l.JobID, l.t.name, l.Epoch, err)
+		return fmt.Errorf("claim [SF618]: %s of job %v in table %s, epoch %d: %w", op, l.JobID, l.t.name, l.Epoch, err)
 	}
 	if n == 0 {
 		return l.notHeld(ctx, db, op, stmt)

@@ -174,7 +174,7 @@ func (l *Ledger) Claim(ctx context.Context, db DB, jobID string) (*Lease, error)
 	case isLocked(err):
 		return nil, l.t.locked(ctx, db, jobID)
 	case err != nil:
-		return nil, unknownOutcome(fmt.Errorf("claim: claiming job %q in the claim table %s: %w", jobID, l.t.name, err), fmt.Sprintf("claim of job %q in the claim table %s", jobID, l.t.name))
+		return nil, unknownOutcome(fmt.Errorf("claim [SF618]: claiming job %q in the claim table %s: %w", jobID, l.t.name, err), fmt.Sprintf("claim of job %q in the claim table %s", jobID, l.t.name))
 	}
 	return newLease(ctx, &l.t, db, jobID, epoch, tl.Int64, exp, sent), nil
 }

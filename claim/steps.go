@@ -84,11 +84,11 @@ func (s *Steps) Record(ctx context.Context, tx DB, l *Lease, step string) (done 
 	// existed, so the conflict below is the whole truth about the step.
 	res, err := tx.ExecContext(ctx, s.recordSQL, key, l.t.name.String(), JobText(l.JobID), step, l.Epoch)
 	if err != nil {
-		return false, fmt.Errorf("claim: recording step %q of job %v (table %s, epoch %d) in the steps table %s: %w; create it with Steps.Schema", step, l.JobID, l.t.name, l.Epoch, s.name, err)
+		return false, fmt.Errorf("claim [SF618]: recording step %q of job %v (table %s, epoch %d) in the steps table %s: %w; create it with Steps.Schema", step, l.JobID, l.t.name, l.Epoch, s.name, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("claim: recording step %q of job %v in the steps table %s: %w", step, l.JobID, s.name, err)
+		return false, fmt.Errorf("claim [SF618]: recording step %q of job %v in the steps table %s: %w", step, l.JobID, s.name, err)
 	}
 	return n == 0, nil
 }
@@ -101,7 +101,7 @@ func (s *Steps) Record(ctx context.Context, tx DB, l *Lease, step string) (done 
 func (s *Steps) Run(ctx context.Context, db *sql.DB, l *Lease, step string, fn func(tx *sql.Tx) error) (ran bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("claim: step %q of job %v: beginning its transaction: %w", step, l.JobID, err)
+		return false, fmt.Errorf("claim [SF618]: step %q of job %v: beginning its transaction: %w", step, l.JobID, err)
 	}
 	defer tx.Rollback()
 	done, err := s.Record(ctx, tx, l, step)
@@ -113,9 +113,9 @@ func (s *Steps) Run(ctx context.Context, db *sql.DB, l *Lease, step string, fn f
 	}
 	if err := tx.Commit(); err != nil {
 		if errors.Is(err, sql.ErrTxDone) {
-			return false, fmt.Errorf("claim: step %q of job %v: its transaction ended before the commit (was the context cancelled?): %w", step, l.JobID, err)
+			return false, fmt.Errorf("claim [SF618]: step %q of job %v: its transaction ended before the commit (was the context cancelled?): %w", step, l.JobID, err)
 		}
-		return false, fmt.Errorf("claim: step %q of job %v: commit: %w", step, l.JobID, err)
+		return false, fmt.Errorf("claim [SF618]: step %q of job %v: commit: %w", step, l.JobID, err)
 	}
 	return true, nil
 }

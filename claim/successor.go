@@ -24,7 +24,7 @@ import (
 // enqueued pending, never claimed.
 func (j *Jobs) EnqueueSuccessor(ctx context.Context, tx DB, parent *Lease, step string, columns []string, values ...any) (id any, added bool, err error) {
 	if len(columns) != len(values) {
-		return nil, false, fmt.Errorf("claim: successor of job %v in %s: %d columns for %d values", parent.JobID, j.t.name, len(columns), len(values))
+		return nil, false, fmt.Errorf("claim [SF617]: successor of job %v in %s: %d columns for %d values", parent.JobID, j.t.name, len(columns), len(values))
 	}
 	key, err := parent.Key(step)
 	if err != nil {
@@ -38,7 +38,7 @@ func (j *Jobs) EnqueueSuccessor(ctx context.Context, tx DB, parent *Lease, step 
 			return nil, false, err
 		}
 		if role, ok := j.roles[n.parts[0]]; ok && role != "AvailableAt" {
-			return nil, false, fmt.Errorf("claim: successor of job %v in %s: column %s is the table's %s column, which the helpers own; give only the payload (and AvailableAt)", parent.JobID, j.t.name, n, role)
+			return nil, false, fmt.Errorf("claim [SF617]: successor of job %v in %s: column %s is the table's %s column, which the helpers own; give only the payload (and AvailableAt)", parent.JobID, j.t.name, n, role)
 		}
 		cols = append(cols, n.sql)
 		params = append(params, fmt.Sprintf("$%d", i+2))
@@ -53,13 +53,13 @@ func (j *Jobs) EnqueueSuccessor(ctx context.Context, tx DB, parent *Lease, step 
 		return id, true, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, false, fmt.Errorf("claim: enqueueing the successor (step %q) of job %v (table %s, epoch %d) into %s: %w; the table needs a unique %s column (Schema creates it)",
+		return nil, false, fmt.Errorf("claim [SF618]: enqueueing the successor (step %q) of job %v (table %s, epoch %d) into %s: %w; the table needs a unique %s column (Schema creates it)",
 			step, parent.JobID, parent.t.name, parent.Epoch, j.t.name, err, j.enqKey)
 	}
 	// The row lock Check holds orders this read after every transaction of an
 	// earlier execution: the conflicting successor is committed and visible.
 	if err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s = $1", ID, T, K), key).Scan(&id); err != nil {
-		return nil, false, fmt.Errorf("claim: the successor (step %q) of job %v conflicted on %s %s in %s, and reading it failed: %w", step, parent.JobID, j.enqKey, key, j.t.name, err)
+		return nil, false, fmt.Errorf("claim [SF618]: the successor (step %q) of job %v conflicted on %s %s in %s, and reading it failed: %w", step, parent.JobID, j.enqKey, key, j.t.name, err)
 	}
 	return id, false, nil
 }

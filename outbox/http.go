@@ -35,7 +35,7 @@ func (h *HTTP) Send(ctx context.Context, m Message) error {
 	target := strings.ReplaceAll(h.URL, "{topic}", url.PathEscape(m.Topic))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(m.Payload))
 	if err != nil {
-		return fmt.Errorf("outbox: message %s (topic %q): bad URL %q: %w", m.Key, m.Topic, target, err)
+		return fmt.Errorf("outbox [SF621]: message %s (topic %q): bad URL %q: %w", m.Key, m.Topic, target, err)
 	}
 	ct := h.ContentType
 	if ct == "" {
@@ -49,7 +49,7 @@ func (h *HTTP) Send(ctx context.Context, m Message) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("outbox: POST %s for message %s: %w", target, m.Key, err)
+		return fmt.Errorf("outbox [SF621]: POST %s for message %s: %w", target, m.Key, err)
 	}
 	defer resp.Body.Close()
 	// A short read of the body, for the error, and the rest drained (a
@@ -57,7 +57,7 @@ func (h *HTTP) Send(ctx context.Context, m Message) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("outbox: POST %s for message %s: %s: %q", target, m.Key, resp.Status, bytes.TrimSpace(body))
+		return fmt.Errorf("outbox [SF621]: POST %s for message %s: %s: %q", target, m.Key, resp.Status, bytes.TrimSpace(body))
 	}
 	return nil
 }

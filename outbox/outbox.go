@@ -58,7 +58,7 @@ func New(table string) (*Outbox, error) {
 	}
 	q, err := sqlfence.ParseQualifiedName(table)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: bad outbox table %q: %v", table, err)
+		return nil, fmt.Errorf("outbox [SF617]: bad outbox table %q: %v", table, err)
 	}
 	parts := []string{q.Name}
 	if q.Schema != "" {
@@ -145,7 +145,7 @@ type Message struct {
 // ErrKeyReused: Add found the step's key holding a different message. Two
 // effects under one key would be one effect to the receiver, so Add refuses
 // rather than drop one of them silently.
-var ErrKeyReused = errors.New("outbox: effect key already holds a different message")
+var ErrKeyReused = errors.New("outbox [SF620]: effect key already holds a different message")
 
 // Add adds a message for step of l's job to tx, the handler's transaction,
 // under the step's effect key. It checks first that l still holds its job
@@ -162,7 +162,7 @@ func (o *Outbox) Add(ctx context.Context, tx claim.DB, l *claim.Lease, step, top
 		return false, err
 	}
 	if err := checkTopic(topic); err != nil {
-		return false, fmt.Errorf("outbox: message for step %q of job %v: %w", step, l.JobID, err)
+		return false, fmt.Errorf("outbox [SF617]: message for step %q of job %v: %w", step, l.JobID, err)
 	}
 	if payload == nil {
 		payload = []byte{}
@@ -174,10 +174,10 @@ func (o *Outbox) Add(ctx context.Context, tx claim.DB, l *claim.Lease, step, top
 	jobTable := l.Table()
 	res, err := tx.ExecContext(ctx, o.addSQL, key, topic, payload, jobTable, job, step, l.Epoch)
 	if err != nil {
-		return false, fmt.Errorf("outbox: adding the message for step %q of job %v (table %s, epoch %d) to %s: %w; create the table with Outbox.Schema", step, job, jobTable, l.Epoch, o.table, err)
+		return false, fmt.Errorf("outbox [SF618]: adding the message for step %q of job %v (table %s, epoch %d) to %s: %w; create the table with Outbox.Schema", step, job, jobTable, l.Epoch, o.table, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return false, fmt.Errorf("outbox: adding the message for step %q of job %v to %s: %w", step, job, o.table, err)
+		return false, fmt.Errorf("outbox [SF618]: adding the message for step %q of job %v to %s: %w", step, job, o.table, err)
 	} else if n == 1 {
 		return true, nil
 	}
@@ -187,7 +187,7 @@ func (o *Outbox) Add(ctx context.Context, tx claim.DB, l *claim.Lease, step, top
 		gotEpoch   int64
 	)
 	if err := tx.QueryRowContext(ctx, o.existingSQL, key).Scan(&gotTopic, &gotPayload, &gotEpoch); err != nil {
-		return false, fmt.Errorf("outbox: the message for step %q of job %v conflicted with key %s in %s, and reading it failed: %w", step, job, key, o.table, err)
+		return false, fmt.Errorf("outbox [SF618]: the message for step %q of job %v conflicted with key %s in %s, and reading it failed: %w", step, job, key, o.table, err)
 	}
 	if gotTopic != topic || !bytes.Equal(gotPayload, payload) {
 		return false, fmt.Errorf("%w: step %q of job %v (table %s), key %s, was added at epoch %d to topic %q with %d payload bytes; this execution (epoch %d) adds topic %q with %d bytes: give each effect its own step name, and build a step's message from what the job fixes, not from what changes between executions",
@@ -217,23 +217,23 @@ func (o *Outbox) Parked(ctx context.Context, db interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }, limit int) ([]Message, error) {
 	if limit < 1 {
-		return nil, fmt.Errorf("outbox: listing parked messages of %s: limit %d; give at least 1", o.table, limit)
+		return nil, fmt.Errorf("outbox [SF617]: listing parked messages of %s: limit %d; give at least 1", o.table, limit)
 	}
 	rows, err := db.QueryContext(ctx, o.parkedSQL, limit)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: listing parked messages of %s: %w", o.table, err)
+		return nil, fmt.Errorf("outbox [SF618]: listing parked messages of %s: %w", o.table, err)
 	}
 	defer rows.Close()
 	var out []Message
 	for rows.Next() {
 		m, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("outbox: listing parked messages of %s: %w", o.table, err)
+			return nil, fmt.Errorf("outbox [SF618]: listing parked messages of %s: %w", o.table, err)
 		}
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: listing parked messages of %s: %w", o.table, err)
+		return nil, fmt.Errorf("outbox [SF618]: listing parked messages of %s: %w", o.table, err)
 	}
 	return out, nil
 }
@@ -243,12 +243,12 @@ func (o *Outbox) Parked(ctx context.Context, db interface {
 func (o *Outbox) Requeue(ctx context.Context, db claim.DB, key string) error {
 	res, err := db.ExecContext(ctx, o.requeueSQL, key)
 	if err != nil {
-		return fmt.Errorf("outbox: requeueing %s in %s: %w", key, o.table, err)
+		return fmt.Errorf("outbox [SF618]: requeueing %s in %s: %w", key, o.table, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("outbox: requeueing %s in %s: %w", key, o.table, err)
+		return fmt.Errorf("outbox [SF618]: requeueing %s in %s: %w", key, o.table, err)
 	} else if n == 0 {
-		return fmt.Errorf("outbox: no parked message with key %s in %s; Parked lists them", key, o.table)
+		return fmt.Errorf("outbox [SF617]: no parked message with key %s in %s; Parked lists them", key, o.table)
 	}
 	return nil
 }

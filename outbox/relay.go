@@ -96,9 +96,9 @@ func (r *Relay) config() (*Relay, error) {
 	c := *r
 	switch {
 	case c.DB == nil || c.Outbox == nil || c.Send == nil:
-		return nil, errors.New("outbox: a Relay needs DB, Outbox and Send")
+		return nil, errors.New("outbox [SF617]: a Relay needs DB, Outbox and Send")
 	case c.Workers < 0 || c.MaxAttempts < 0 || c.Backoff < 0 || c.MaxBackoff < 0 || c.SendTimeout < 0 || c.Poll < 0:
-		return nil, fmt.Errorf("outbox: relay of %s: a negative setting (Workers %d, MaxAttempts %d, Backoff %v, MaxBackoff %v, SendTimeout %v, Poll %v); zero takes the default",
+		return nil, fmt.Errorf("outbox [SF617]: relay of %s: a negative setting (Workers %d, MaxAttempts %d, Backoff %v, MaxBackoff %v, SendTimeout %v, Poll %v); zero takes the default",
 			r.Outbox.table, c.Workers, c.MaxAttempts, c.Backoff, c.MaxBackoff, c.SendTimeout, c.Poll)
 	}
 	def := func(d *time.Duration, v time.Duration) {
@@ -117,7 +117,7 @@ func (r *Relay) config() (*Relay, error) {
 		c.MaxAttempts = 10
 	}
 	if c.MaxBackoff < c.Backoff {
-		return nil, fmt.Errorf("outbox: relay of %s: MaxBackoff %v is below Backoff %v", r.Outbox.table, c.MaxBackoff, c.Backoff)
+		return nil, fmt.Errorf("outbox [SF617]: relay of %s: MaxBackoff %v is below Backoff %v", r.Outbox.table, c.MaxBackoff, c.Backoff)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -190,7 +190,7 @@ func (c *Relay) attempt(ctx context.Context) (handled bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("outbox: taking a message from %s: %w", c.Outbox.table, err)
+		return false, fmt.Errorf("outbox [SF618]: taking a message from %s: %w", c.Outbox.table, err)
 	}
 	log := c.Logger.With("key", m.Key, "topic", m.Topic, "job_table", m.JobTable, "job_id", m.JobID, "step", m.Step, "attempt", m.Attempt)
 	// The outcome is recorded even when ctx ends meanwhile: a relay that is

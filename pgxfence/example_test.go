@@ -36,6 +36,32 @@ func Example() {
 	}
 }
 
+// Open takes the DSN the registered driver takes: one DSN serves both fronts, with
+// the guard installed too.
+func ExampleOpen() {
+	ctx := context.Background()
+	pool, err := pgxfence.Open(ctx, "postgres://app@db/app?sqlfence_policy=sqlfence.yaml")
+	if err != nil {
+		return // no policy, a broken one, an unknown sqlfence_* parameter, a bad DSN
+	}
+	defer pool.Close()
+
+	// Over a pool configured beyond what a DSN holds (a tracer, AfterConnect):
+	cfg, policy, err := pgxfence.ParseConfig("postgres://app@db/app?sqlfence_policy=sqlfence.yaml")
+	if err != nil {
+		return
+	}
+	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return
+	}
+	pool2, err := pgxfence.New(pgxPool, policy)
+	if err != nil {
+		return
+	}
+	defer pool2.Close()
+}
+
 func ExampleConn() {
 	ctx := sqlfence.WithEpoch(context.Background(), 42)
 	policy, _ := sqlfence.LoadPolicy("sqlfence.yaml")

@@ -22,9 +22,8 @@ import (
 // for the policy, and the connections' default exec mode (read once: pgx's
 // Config() copies the whole configuration).
 type fence struct {
-	f     front.Fence
-	ready atomic.Bool // Ready succeeded: resolve: catalog has been read
-	mode  pgx.QueryExecMode
+	f    front.Fence
+	mode pgx.QueryExecMode
 	// key names this fence's record of each connection's session in the
 	// connection's PgConn.CustomData (session.go): unique to the fence, so that two
 	// fences over one pool each check a connection against their own history.
@@ -60,12 +59,18 @@ type Pool struct {
 // standard_conforming_strings on and client_encoding UTF8 (PostgreSQL's defaults);
 // a statement on a connection that does not is refused. With the database-side
 // guard (sqlfence guard) installed, the connections must carry the setting
-// sqlfence.GuardSetting = on, set where it costs no round trip:
+// sqlfence.GuardSetting = on, set where it costs no round trip (Open sets it):
 //
 //	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
+//
+// Without it New asks the database once whether the guard is installed, and fails
+// with the fix if it is (SF711), rather than at the first write.
 func New(pool *pgxpool.Pool, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Pool, error) {
 	if pool == nil {
 		return nil, errors.New("pgxfence: New: nil pool")
+	}
+	if err := checkGuardSetting(pool.Config().ConnConfig.RuntimeParams, poolConn(pool)); err != nil {
+		return nil, err
 	}
 	fe, err := open(p, opts, pool.Config().ConnConfig.DefaultQueryExecMode)
 	if err != nil {
@@ -87,6 +92,9 @@ type Conn struct {
 func NewConn(conn *pgx.Conn, p *sqlfence.Policy, opts ...sqlfence.ConnectorOption) (*Conn, error) {
 	if conn == nil {
 		return nil, errors.New("pgxfence: NewConn: nil conn")
+	}
+	if err := checkGuardSetting(conn.Config().RuntimeParams, connConn(conn)); err != nil {
+		return nil, err
 	}
 	fe, err := open(p, opts, conn.Config().DefaultQueryExecMode)
 	if err != nil {

@@ -3,6 +3,7 @@
 //	sqlfence demo     a paused worker wakes after its replacement finished: plain pgx loses an update, sqlfence fences it
 //	sqlfence check    lint SQL files (and SQL in Go source) for writes that bypass or cannot carry the fence
 //	sqlfence guard    triggers that make PostgreSQL reject writes to protected tables that did not come through the driver
+//	sqlfence doctor   inspect a deployment: the policy, the guard, the role, replication, a pooler; each failure with its fix
 //	sqlfence audit    find rows whose epoch is above the claim counter, and move the counter past them
 //	sqlfence relay    deliver outbox messages over HTTP, at least once, each with its Idempotency-Key
 //	sqlfence version  the versions of sqlfence, pg_query_go and the PostgreSQL parser it bundles
@@ -10,8 +11,9 @@
 // Each subcommand lives in its own package under internal/cli; this one only picks
 // the subcommand and dispatches to it.
 //
-// Exit status: 0 success, 1 findings (check, audit) or the demo did not show the
-// fence working, 2 usage, configuration or connection errors.
+// Exit status: 0 success, 1 findings (check, audit, doctor) or the demo did not show
+// the fence working, 2 usage, configuration or connection errors, 3 warnings only
+// (doctor).
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/sqlfence/sqlfence/internal/cli/check"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/cli/demo"
+	"github.com/sqlfence/sqlfence/internal/cli/doctor"
 	"github.com/sqlfence/sqlfence/internal/cli/guard"
 	"github.com/sqlfence/sqlfence/internal/cli/relay"
 	"github.com/sqlfence/sqlfence/internal/cli/version"
@@ -42,6 +45,7 @@ func commands() []command {
 		{name: "demo", summary: "run the paused-worker story with plain pgx and with sqlfence, side by side", run: demo.Run},
 		{name: "check", summary: "lint .sql files and SQL in .go files for writes that bypass or cannot carry the fence", run: check.Run},
 		{name: "guard", summary: "generate (or apply) triggers that reject writes that did not come through the driver", run: guard.Run},
+		{name: "doctor", summary: "inspect a deployment check by check (policy, guard, role, replication, pooler) and give each fix", run: doctor.Run},
 		{name: "audit", summary: "find rows whose epoch is above the claim counter; --fix moves the counter past them", run: audit.Run},
 		{name: "relay", summary: "deliver outbox messages over HTTP, at least once, each with its Idempotency-Key", run: relay.Run},
 		{name: "version", summary: "print the versions of sqlfence, pg_query_go and its PostgreSQL parser", run: version.Run},

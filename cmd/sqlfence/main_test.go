@@ -82,7 +82,7 @@ func TestUsage(t *testing.T) {
 		}
 	}
 
-	for _, cmd := range []string{"demo", "check", "guard", "audit", "version"} {
+	for _, cmd := range []string{"demo", "check", "guard", "audit", "doctor", "version"} {
 		out, errOut, code := cli(t, cmd, "--help")
 		clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
 		clitest.WantContains(t, cmd+" --help", out, "Usage: sqlfence "+cmd, "Exit status")

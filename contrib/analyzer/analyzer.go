@@ -168,7 +168,7 @@ func run(pass *analysis.Pass, r *rules) {
 				return true
 			}
 			site, ok := classify(pass.TypesInfo, call)
-			if !ok {
+			if !ok || ev.plainHandle(call) {
 				return true
 			}
 			for _, d := range judge(r, ev, call, site) {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"golang.org/x/tools/go/analysis"
+
+	"github.com/sqlfence/sqlfence"
 )
 
 // maxDepth bounds how far the evaluator follows variables and helpers.
@@ -60,6 +62,10 @@ type evaluator struct {
 	returns map[*types.Func]*ast.FuncDecl
 	// busy are the variables being evaluated, so that q = q + "…" ends.
 	busy map[*types.Var]bool
+	// sources are what each variable is assigned from, one entry per assignment:
+	// its value, or the call whose first result it takes (db, err := sql.Open(…));
+	// nil where that cannot be told (its address taken, a range variable).
+	sources map[*types.Var][]ast.Expr
 }
 
 // emptyString is the value of var q string.
@@ -67,16 +73,18 @@ var emptyString = &ast.BasicLit{Kind: token.STRING, Value: `""`}
 
 func newEvaluator(pass *analysis.Pass) *evaluator {
 	ev := &evaluator{pass: pass, values: map[*types.Var][]ast.Expr{}, returns: map[*types.Func]*ast.FuncDecl{},
-		busy: map[*types.Var]bool{}}
-	assign := func(id ast.Expr, value ast.Expr) {
+		busy: map[*types.Var]bool{}, sources: map[*types.Var][]ast.Expr{}}
+	record := func(id ast.Expr, value, source ast.Expr) {
 		ident, ok := ast.Unparen(id).(*ast.Ident)
 		if !ok {
 			return
 		}
 		if v, ok := pass.TypesInfo.ObjectOf(ident).(*types.Var); ok {
 			ev.values[v] = append(ev.values[v], value)
+			ev.sources[v] = append(ev.sources[v], source)
 		}
 	}
+	assign := func(id ast.Expr, value ast.Expr) { record(id, value, value) }
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -89,6 +97,10 @@ func newEvaluator(pass *analysis.Pass) *evaluator {
 					case i == 0 && len(n.Rhs) == 1 && n.Tok != token.ADD_ASSIGN && ev.returnsQuery(n.Rhs[0]):
 						// q, args, err := sqlx.Named(…): q is the call's query.
 						value = n.Rhs[0]
+					case i == 0 && len(n.Rhs) == 1 && n.Tok != token.ADD_ASSIGN:
+						// db, err := sql.Open(…): db's source is the call.
+						record(l, nil, n.Rhs[0])
+						continue
 					}
 					assign(l, value)
 				}
@@ -366,4 +378,50 @@ func (ev *evaluator) returnsQuery(e ast.Expr) bool {
 	}
 	_, _, ok = ev.sqlxQuery(call, fn)
 	return ok
+}
+
+// plainHandle reports whether call's receiver is a *sql.DB every assignment of which
+// is sql.Open with a constant driver name other than sqlfence's ("pgx", "postgres"):
+// what runs on it never reaches the sqlfence driver, which therefore neither fences
+// nor refuses it. Migrations commonly run on such a handle.
+func (ev *evaluator) plainHandle(call *ast.CallExpr) bool {
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	info := ev.pass.TypesInfo
+	t := info.TypeOf(sel.X)
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if !isNamed(t, pkgSQL, "DB") {
+		return false
+	}
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := info.Uses[id].(*types.Var)
+	if !ok || v.Exported() && v.Parent() == v.Pkg().Scope() {
+		return false
+	}
+	srcs := ev.sources[v]
+	if len(srcs) == 0 {
+		return false // a parameter, or a field: opened elsewhere
+	}
+	for _, src := range srcs {
+		open, ok := ast.Unparen(src).(*ast.CallExpr)
+		if !ok || len(open.Args) != 2 {
+			return false
+		}
+		fn := funcOf(info, open)
+		if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != pkgSQL || fn.Name() != "Open" {
+			return false
+		}
+		tv, ok := info.Types[open.Args[0]]
+		if !ok || tv.Value == nil || tv.Value.Kind() != constant.String || constant.StringVal(tv.Value) == sqlfence.DriverName {
+			return false
+		}
+	}
+	return true
 }

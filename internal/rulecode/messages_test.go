@@ -25,6 +25,7 @@ import (
 	"github.com/sqlfence/sqlfence/claim"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
+	"github.com/sqlfence/sqlfence/outbox"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -50,6 +51,9 @@ var notRendered = map[string]string{
 	rulecode.DynamicWrite:        "the Go analyzer's finding: contrib/analyzer's tests (testdata/src/app, // want comments) hold its messages",
 	rulecode.BehindHistory:       "needs a server on an older timeline than one the connector used (a promotion): history_db_test.go in the root package produces it, the history taught synthetically",
 	rulecode.OtherCluster:        "needs a second cluster: history_db_test.go in the root package produces it (TestConnectRefusesOtherCluster)",
+	rulecode.GuardSettingMissing: "pgxfence.New's error on a pool without the guard's setting: pgxfence/open_test.go (TestNewWithoutGuardSetting) produces it",
+	rulecode.HelperDatabase:      "needs a database that fails a helper's statement: claim's and outbox's tests produce it (a missing steps or outbox table)",
+	rulecode.ReplicationRole:     "needs a session whose session_replication_role is not origin (a role default): catalog_replica_test.go in the root package produces it (TestGuardInReplicaSessions)",
 	rulecode.ClaimLost:           "the claim helpers' error: claim/failover_test.go (TestFailoverAlarm) and claim/failover_cluster_test.go produce it",
 	rulecode.NoSyncStandby:       "the claim helpers' error: claim/failover_test.go (TestRequireSynchronousStandby) produces it",
 	rulecode.ClaimUnknown:        "the claim helpers' error: claim/failover_test.go (TestClaimOutcomeUnknown) produces it",
@@ -107,6 +111,38 @@ var planned = []struct{ situation, policy, query string }{
 
 type message struct{ code, situation, text string }
 
+// helperCode reads the code in a claim helper's, the outbox's or the relay's error:
+// "claim [SF614]: …".
+var helperCode = regexp.MustCompile(`^(?:claim|outbox) \[(SF6\d\d)\]: `)
+
+// helperMessages are the claim helpers', the outbox's and the relay's errors that
+// need no database (claim/codes_test.go and outbox/codes_test.go produce them with
+// one).
+func helperMessages(t *testing.T) []message {
+	var out []message
+	add := func(situation string, err error) {
+		t.Helper()
+		m := helperCode.FindStringSubmatch(fmt.Sprint(err))
+		if m == nil {
+			t.Errorf("%s: %v, want a message starting with its code", situation, err)
+			return
+		}
+		out = append(out, message{m[1], situation, err.Error()})
+	}
+	add("an operation on a lease that ended (the sentinel)", claim.ErrEnded)
+	add("no job to claim (the sentinel)", claim.ErrNoJob)
+	add("the job asked for is not claimable (the sentinel)", claim.ErrNotClaimable)
+	add("the lease could not be renewed (the sentinel)", claim.ErrLeaseLost)
+	_, err := claim.NewJobs(claim.JobsConfig{Lease: time.Second, RenewEvery: 2 * time.Second})
+	add("RenewEvery not shorter than the lease", err)
+	_, err = outbox.New("a.b.c")
+	add("a bad outbox table name", err)
+	add("an effect key that holds another message (the sentinel)", outbox.ErrKeyReused)
+	h := &outbox.HTTP{URL: "http://127.0.0.1:1/{topic}"}
+	add("the receiver does not answer", h.Send(context.Background(), outbox.Message{Key: "job:1:charge", Topic: "payments"}))
+	return out
+}
+
 func code(err error) string {
 	var e *sqlfence.Error
 	if errors.As(err, &e) {
@@ -143,6 +179,7 @@ func TestMessages(t *testing.T) {
 		add(c.situation, policies[c.policy].Plan(c.query).Err)
 	}
 	got = append(got, ran(t, add)...)
+	got = append(got, helperMessages(t)...)
 
 	var b strings.Builder
 	b.WriteString("# One message per rule code, as sqlfence renders it (go test ./internal/rulecode -update rewrites this file).\n")

@@ -6,7 +6,7 @@ package rulecode
 
 // The codes. 1xx: the fence stopped a write; 2xx: a protected write without a usable
 // epoch; 3xx: a statement shape the rewrite cannot fence; 4xx: outside the allowlist;
-// 5xx: what the catalog shows (resolve: catalog); 6xx: claim discipline and the claim helpers' own errors; 7xx: the
+// 5xx: what the catalog shows (resolve: catalog); 6xx: claim discipline and the errors of the claim helpers, the outbox and the relay; 7xx: the
 // driver's arguments and session; 8xx: sqlfence check and the Go analyzer only.
 const (
 	FencedRow      = "SF101"
@@ -71,6 +71,14 @@ const (
 	ClaimLost           = "SF610"
 	NoSyncStandby       = "SF611"
 	ClaimUnknown        = "SF612"
+	ClaimEnded          = "SF613"
+	NoJob               = "SF614"
+	NotClaimable        = "SF615"
+	LeaseLost           = "SF616"
+	HelperConfig        = "SF617"
+	HelperDatabase      = "SF618"
+	OutboxKeyReused     = "SF620"
+	OutboxSend          = "SF621"
 	RewritingArgument   = "SF701"
 	ArgumentCount       = "SF702"
 	PreparedChanged     = "SF703"
@@ -81,6 +89,8 @@ const (
 	OtherCluster        = "SF708"
 	SessionCommit       = "SF709"
 	OptionArgument      = "SF710"
+	GuardSettingMissing = "SF711"
+	ReplicationRole     = "SF712"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -169,6 +179,14 @@ var All = []Info{
 	{ClaimLost, KindClaim, "the arbiter lost the lease's claim, or failed over under it (claim.ErrFailover)"},
 	{NoSyncStandby, KindClaim, "a claim refused while the arbiter has no synchronous standby (claim.ErrNoSynchronousStandby)"},
 	{ClaimUnknown, KindClaim, "a claim whose connection was lost in flight: it may have committed (claim.ErrOutcomeUnknown)"},
+	{ClaimEnded, KindClaim, "an operation on a lease that was completed, released or stopped (claim.ErrEnded)"},
+	{NoJob, KindClaim, "no job is pending and available (claim.ErrNoJob)"},
+	{NotClaimable, KindClaim, "the job asked for is held by a live claim, not yet available, done or missing (claim.ErrNotClaimable, claim.ErrDone)"},
+	{LeaseLost, KindClaim, "the lease could not be renewed before it ran out (claim.ErrLeaseLost)"},
+	{HelperConfig, KindClaim, "a configuration or argument the claim helpers, the outbox or the relay refuse"},
+	{HelperDatabase, KindClaim, "the database failed a statement of the claim helpers, the outbox or the relay (its error follows)"},
+	{OutboxKeyReused, KindClaim, "an effect key that already holds a different outbox message (outbox.ErrKeyReused)"},
+	{OutboxSend, KindClaim, "the relay's delivery of an outbox message failed (retried with backoff, parked after MaxAttempts)"},
 	{RewritingArgument, KindRefused, "a named argument or an argument that rewrites the SQL text"},
 	{ArgumentCount, KindRefused, "the arguments do not match the statement's parameters"},
 	{PreparedChanged, KindRefused, "a prepared statement that the changed catalog decides differently"},
@@ -179,6 +197,8 @@ var All = []Info{
 	{OtherCluster, KindRefused, "a server of another cluster (system identifier)"},
 	{SessionCommit, KindRefused, "a session whose synchronous_commit is off or local"},
 	{OptionArgument, KindRefused, "a rewriter returned an argument pgx would read as one of its options"},
+	{GuardSettingMissing, KindRefused, "a pgx pool or connection without the guard's session setting, on a database with the guard"},
+	{ReplicationRole, KindRefused, "a session whose session_replication_role is not origin"},
 	{CheckUnfencedWrite, KindCheck, "a write to a protected table outside the driver, not fenced by hand"},
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},

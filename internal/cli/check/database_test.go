@@ -25,8 +25,13 @@ func TestCheckDSN(t *testing.T) {
 	policy := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", "version: 1\ntables:\n  - name: inventroy\n  - name: ledger\n")
 	stdout, stderr, code := cli(t, "--policy", policy, "--dsn", dsn)
 	clitest.WantCode(t, code, 1, stdout, stderr)
-	clitest.WantContains(t, "stdout", stdout, "sqlfence.yaml:3", "SF520", "did you mean inventory?",
-		"sqlfence.yaml:4", "SF521", "ALTER TABLE public.ledger ADD COLUMN writer_epoch bigint NOT NULL DEFAULT 0")
+	// A policy line has no column: file:line, never file:line:0.
+	clitest.WantContains(t, "stdout", stdout, "sqlfence.yaml:3: SF520", "did you mean inventory?",
+		"sqlfence.yaml:4: SF521", "ALTER TABLE public.ledger ADD COLUMN writer_epoch bigint NOT NULL DEFAULT 0")
+
+	if strings.Contains(stdout, ":0:") {
+		t.Errorf("a position with column 0:\n%s", stdout)
+	}
 
 	good := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", "version: 1\ntables: [inventory]\n")
 	stdout, stderr, code = cli(t, "--policy", good, "--dsn", dsn)

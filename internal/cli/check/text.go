@@ -13,7 +13,7 @@ import (
 func writeText(stdout, stderr io.Writer, res *result) {
 	for _, e := range res.Errors {
 		if e.Line > 0 {
-			fmt.Fprintf(stderr, "%s:%d:%d: error: %s\n", e.File, e.Line, e.Column, e.Message)
+			fmt.Fprintf(stderr, "%s: error: %s\n", position(e.File, e.Line, e.Column), e.Message)
 		} else {
 			fmt.Fprintf(stderr, "%s: error: %s\n", e.File, e.Message)
 		}
@@ -22,7 +22,7 @@ func writeText(stdout, stderr io.Writer, res *result) {
 		}
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(stdout, "%s:%d:%d: %s: %s\n", f.File, f.Line, f.Column, f.Rule, f.Message)
+		fmt.Fprintf(stdout, "%s: %s: %s\n", position(f.File, f.Line, f.Column), f.Rule, f.Message)
 		if f.Statement != "" {
 			fmt.Fprintf(stdout, "\t%s\n", f.Statement)
 		}
@@ -56,4 +56,13 @@ func writeText(stdout, stderr io.Writer, res *result) {
 		summary += fmt.Sprintf("; %d %s could not be parsed", stmts, cmdutil.Plural(stmts, "statement", "statements"))
 	}
 	fmt.Fprintf(stderr, "sqlfence check: %s\n", summary)
+}
+
+// position is file:line:column, columns counted from 1 as editors and compilers do;
+// without a column (0: the position is a whole line) it is file:line.
+func position(file string, line, column int) string {
+	if column < 1 {
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return fmt.Sprintf("%s:%d:%d", file, line, column)
 }

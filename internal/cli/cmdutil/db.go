@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sqlfence/sqlfence/internal/dsnparam"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
 
@@ -22,6 +23,13 @@ const DefaultConnectTimeout = 5 * time.Second
 func Connect(ctx context.Context, dsn string, timeout time.Duration) (*pgx.Conn, error) {
 	if dsn == "" {
 		return nil, errors.New("no database: give --dsn postgres://user@host:5432/dbname")
+	}
+	// The application's DSN may name its policy (sqlfence_policy): taken out, as the
+	// driver does, so that the server is not sent a setting it does not know.
+	_, dsn, err := dsnparam.Split(dsn)
+	if err != nil {
+		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "sqlfence: "), "bad DSN: ")
+		return nil, errors.New("bad --dsn: " + msg)
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {

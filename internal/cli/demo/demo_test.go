@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqlfence/sqlfence/internal/cli/clitest"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/cli/guard"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -87,4 +88,25 @@ func TestDemoBadInput(t *testing.T) {
 	out, errOut, code = cli(t, "extra")
 	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 	clitest.WantContains(t, "stderr", errOut, `unexpected argument "extra"`)
+}
+
+// TestDemoGuardedDatabase: on a database whose guard covers every table named
+// inventory, the demo stops before its workers start and says what to do, not with
+// the guard's rejection of its plain-pgx writes.
+func TestDemoGuardedDatabase(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	if _, err := clitest.PGConnect(t, dsn, nil).Exec(t.Context(), "CREATE TABLE inventory (sku text PRIMARY KEY, writer_epoch bigint NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	policy := clitest.WriteFile(t, t.TempDir(), "sqlfence.yaml", "version: 1\ntables: [inventory]\n")
+	out, errOut, code := clitest.Run(t, guard.Run, "--policy", policy, "--apply", "--dsn", dsn)
+	clitest.WantCode(t, code, cmdutil.ExitOK, out, errOut)
+	out, errOut, code = cli(t, "--dsn", dsn, "--lease", "2s")
+	clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
+	clitest.WantContains(t, "stderr", errOut, "sqlfence guard covers the demo's table inventory", "names it without a schema",
+		"Run the demo on a database without the guard: `sqlfence demo` alone starts a throwaway server")
+	if strings.Contains(errOut, "SQLSTATE") {
+		t.Errorf("the guard's raw error: %s", errOut)
+	}
 }

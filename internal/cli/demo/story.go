@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 )
 
 // story plays the story once with one driver, in a schema of its own.
@@ -21,8 +23,29 @@ func (d *demo) story(ctx context.Context, driver string) (run demoRun, err error
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	schema := "sqlfence_demo_" + driver + "_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, demoSchemaSQL(schema)); err != nil {
+	// The tables, then the guard's reach, then the rows, in one transaction: a guard
+	// whose policy names inventory or jobs without a schema has put its triggers on
+	// the demo's tables too (its event trigger guards tables created under those
+	// names), and would reject the rows with its own error.
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		return run, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, demoTablesSQL(schema)); err != nil {
 		return run, fmt.Errorf("creating the demo's tables: %w", err)
+	}
+	if guarded, err := pgcatalog.GuardedInSchema(ctx, pgcatalog.PgxQuery(tx), schema); err == nil && len(guarded) > 0 {
+		return run, fmt.Errorf("the database's sqlfence guard covers the demo's %s %s: its policy names %s without a schema, so the guard "+
+			"puts its triggers on every table of that name, the demo's too, and rejects the writes of the demo's plain-pgx run (SF001). "+
+			"Run the demo on a database without the guard: `sqlfence demo` alone starts a throwaway server, or give --dsn another database",
+			cmdutil.Plural(len(guarded), "table", "tables"), strings.Join(guarded, " and "), cmdutil.Plural(len(guarded), "it", "them"))
+	}
+	if _, err := tx.Exec(ctx, demoRowsSQL(schema)); err != nil {
+		return run, fmt.Errorf("filling the demo's tables: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return run, err
 	}
 	defer admin.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+schema+" CASCADE")
 	run = demoRun{Driver: driver, Expected: demoStartQuantity, FencedWrites: []demoFencedWrite{}}
@@ -189,7 +212,7 @@ func completed(r workerReply) string {
 	return "rejected: no longer its claim"
 }
 
-func demoSchemaSQL(schema string) string {
+func demoTablesSQL(schema string) string {
 	return fmt.Sprintf(`
 CREATE SCHEMA %[1]s;
 CREATE SEQUENCE %[1]s.sqlfence_epoch;
@@ -207,6 +230,11 @@ CREATE TABLE %[1]s.inventory (
 	quantity     int NOT NULL,
 	writer_epoch bigint NOT NULL DEFAULT 0
 );
+`, schema)
+}
+
+func demoRowsSQL(schema string) string {
+	return fmt.Sprintf(`
 INSERT INTO %[1]s.inventory (sku, quantity) VALUES ('widget', %[2]d);
 INSERT INTO %[1]s.jobs (id, sku, delta) VALUES (%[3]d, 'widget', -%[4]d), (%[5]d, 'widget', -%[6]d);
 `, schema, demoStartQuantity, demoJobs[0].id, demoJobs[0].ship, demoJobs[1].id, demoJobs[1].ship)

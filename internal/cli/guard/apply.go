@@ -2,11 +2,13 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
@@ -44,7 +46,7 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 		}
 		rows, err := tx.Query(ctx, "SELECT relation, kind FROM sqlfence.install_guard($1, $2, $3, $4)", schema, c.name, c.column, c.insert)
 		if err != nil {
-			return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+			return installError(c, err)
 		}
 		var rels []string
 		for rows.Next() {
@@ -58,7 +60,7 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 			rels = append(rels, rel)
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+			return installError(c, err)
 		}
 		report = append(report, guarded{c.table.QualifiedName.String(), c.column, rels})
 	}
@@ -87,8 +89,65 @@ epoch fails.
 Remove the guard with: sqlfence guard --drop --apply --dsn ...
 `, ops)
 	g.reportVersion(ctx, conn, stdout)
+	g.reportAlways(ctx, conn, stdout)
 	g.warnCatalog(ctx, conn, stdout)
 	return nil
+}
+
+// installError is install_guard's error for one policy entry. The guard's own
+// errors already say "sqlfence guard: …", as the command's line does: their message
+// and hint are given once, with the policy line.
+func installError(c guardCall, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Message, "sqlfence guard: ") {
+		msg := fmt.Sprintf("%s (policy line %d) [%s]", strings.TrimPrefix(pe.Message, "sqlfence guard: "), c.table.Line, pe.Code)
+		if pe.Hint != "" {
+			msg += ": " + pe.Hint
+		}
+		return errors.New(msg)
+	}
+	return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+}
+
+// notAlwaysSQL lists the guard's triggers and event triggers that do not fire in
+// every replication role (not ENABLE ALWAYS): disabled, or enabled for origin or
+// replica sessions only, by hand since the install.
+const notAlwaysSQL = `
+SELECT 'trigger ' || quote_ident(g.tgname) || ' on ' || g.tgrelid::regclass::text || ' (' ||
+       CASE g.tgenabled WHEN 'D' THEN 'disabled' WHEN 'R' THEN 'replica sessions only' ELSE 'origin sessions only' END || ')'
+FROM pg_trigger g
+WHERE g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch') AND g.tgenabled <> 'A'
+UNION ALL
+SELECT 'event trigger ' || quote_ident(e.evtname) || ' (' ||
+       CASE e.evtenabled WHEN 'D' THEN 'disabled' WHEN 'R' THEN 'replica sessions only' ELSE 'origin sessions only' END || ')'
+FROM pg_event_trigger e
+WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop') AND e.evtenabled <> 'A'
+ORDER BY 1`
+
+// reportAlways warns about the guard's triggers that do not fire in every session:
+// with session_replication_role = replica (a role or database default reaches every
+// session) a trigger that is not ENABLE ALWAYS does not fire. The install enables them
+// all; this reads back what holds.
+func (g guardScript) reportAlways(ctx context.Context, conn *pgx.Conn, stdout io.Writer) {
+	rows, err := conn.Query(ctx, notAlwaysSQL)
+	if err != nil {
+		fmt.Fprintf(stdout, "\nwarning: could not check that the guard's triggers fire in every replication role: %v\n", err)
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		fmt.Fprintf(stdout, "\nwarning: could not check that the guard's triggers fire in every replication role: %v\n", err)
+		return
+	}
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "\nwarning [SF524]: %d of the guard's triggers do not fire in every replication role (ENABLE ALWAYS), so sessions with\n"+
+		"session_replication_role = replica pass them, and a connector refuses fenced writes until they do:\n", len(names))
+	for _, n := range names {
+		fmt.Fprintf(stdout, "  %s\n", n)
+	}
+	fmt.Fprintf(stdout, "Run sqlfence guard --apply again as a superuser, or ALTER TABLE … ENABLE ALWAYS TRIGGER …; ALTER EVENT TRIGGER … ENABLE ALWAYS.\n")
 }
 
 // reportVersion says whether the catalog version is live: without its event triggers

@@ -247,7 +247,9 @@ func TestGuardBadInput(t *testing.T) {
 		{"a DSN that does not answer", []string{"--policy", policy, "--apply", "--dsn", clitest.SilentServer(t), "--connect-timeout", "1s"},
 			[]string{"cannot connect to database \"app\" as \"app\" at 127.0.0.1:", "within 1s"}},
 		{"a table the database does not have", []string{"--policy", missingTable, "--apply", "--dsn", dsn},
-			[]string{"guarding ledger (policy line 4)", "the protected table ledger does not exist"}},
+			[]string{"sqlfence guard: the protected table ledger does not exist in database", "(policy line 4) [SF004]: Create the table first"}},
+		{"a broken policy", []string{"--policy", clitest.WriteFile(t, dir, "broken.yaml", "version: 1\ntables:\n  - nme: inventory\n")},
+			[]string{"sqlfence guard: policy ", "broken.yaml line 3: unknown key"}},
 		{"a table without the epoch column", []string{"--policy", missingColumn, "--apply", "--dsn", dsn},
 			[]string{"public.inventory has no epoch column fence_epoch"}},
 	} {
@@ -255,6 +257,10 @@ func TestGuardBadInput(t *testing.T) {
 			out, errOut, code := cli(t, tc.args...)
 			clitest.WantCode(t, code, cmdutil.ExitError, out, errOut)
 			clitest.WantContains(t, "stderr", errOut, tc.want...)
+			// One prefix: the command's own.
+			if strings.Count(errOut, "sqlfence guard:")+strings.Count(errOut, "sqlfence:") != 1 {
+				t.Errorf("stderr doubles its prefix: %q", errOut)
+			}
 		})
 	}
 	// A failed --apply leaves nothing behind: it is one transaction.

@@ -100,3 +100,44 @@ func Wrapped(ctx context.Context, s *Store, search Search) error {
 	}
 	return s.Exec(ctx, "TRUNCATE inventory") // want `SF301: .*app.Store.Exec call`
 }
+
+// Migrate runs the schema's migrations on a handle of pgx's own driver: the sqlfence
+// driver never sees them, so nothing is reported, however they are built.
+func Migrate(ctx context.Context, dsn string, files []string) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, f := range files {
+		if _, err := db.ExecContext(ctx, "UPDATE inventory SET "+f); err != nil {
+			return err
+		}
+	}
+	_, err = db.ExecContext(ctx, "TRUNCATE inventory")
+	return err
+}
+
+// MigrateFenced does the same on a sqlfence handle, where it is reported.
+func MigrateFenced(ctx context.Context, dsn string, files []string) error {
+	db, err := sql.Open("sqlfence", dsn)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if _, err := db.ExecContext(ctx, "UPDATE inventory SET "+f); err != nil { // want `SF805: .*inventory`
+			return err
+		}
+	}
+	return nil
+}
+
+// Unknown writes on a *sql.DB whose driver is not known here: reported.
+func Unknown(ctx context.Context, open func() (*sql.DB, error), col string) error {
+	db, err := open()
+	if err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "UPDATE inventory SET "+col+" = 1") // want `SF805: .*inventory`
+	return err
+}
