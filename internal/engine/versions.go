@@ -114,13 +114,13 @@ func olderReadings(policy *Policy, sql string, toks []pgtree.Token, cc *ClaimChe
 			continue
 		}
 		if tree == nil {
-			t, err := pg.Parse(sql)
+			t, err := pgtree.Parse(sql, pgtree.Limit)
 			if err != nil {
 				return nil // refused as it is
 			}
 			tree = withoutLocations(t)
 		}
-		old, err := pg.Parse(text)
+		old, err := pgtree.Parse(text, pgtree.OutputLimit)
 		if err == nil && proto.Equal(withoutLocations(old), tree) {
 			continue
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 	"os"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestGrammarKeywords(t *testing.T) {
 		pg.KeywordKind_TYPE_FUNC_NAME_KEYWORD: "T", pg.KeywordKind_RESERVED_KEYWORD: "R"}
 	parser := serverKeywords(t, "17")
 	for w, c := range parser {
-		r, err := pg.Scan(w)
+		r, err := pgquery.Scan(w)
 		if err != nil || len(r.Tokens) != 1 || cat[r.Tokens[0].KeywordKind] != c {
 			t.Errorf("%s: PostgreSQL 17 says %s, the parser scans %v (%v)", w, c, r, err)
 		}

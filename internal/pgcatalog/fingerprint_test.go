@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // resolveQueries are the queries engine.Resolve runs, every one: what the
@@ -53,7 +53,7 @@ var castReads = map[string][]string{"regclass": {"pg_class", "pg_namespace"}, "r
 func TestFingerprintCoversQueries(t *testing.T) {
 	need := map[string][]string{} // catalog → the queries that read it
 	for name, sql := range resolveQueries() {
-		out, err := pg.ParseToJSON(sql)
+		out, err := pgquery.ParseToJSON(sql)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -147,7 +147,7 @@ func lastName(v any) string {
 // TestFingerprintSQLParses: the fingerprint's query is one SELECT, every name in it
 // qualified with pg_catalog (it may run on an application's session).
 func TestFingerprintSQLParses(t *testing.T) {
-	out, err := pg.ParseToJSON(FingerprintSQL)
+	out, err := pgquery.ParseToJSON(FingerprintSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
