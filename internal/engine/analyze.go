@@ -61,6 +61,12 @@ type Decision struct {
 
 	catalog CatalogEffect // how the statement changes what resolve: catalog read
 
+	// carry: the protected relations the server writes for the statement, which the
+	// guard fences with the epoch the statement carries (carry.go); markerLen is the
+	// length of the own marker sql starts with, which the carried one replaces.
+	carry     []carried
+	markerLen int
+
 	// minServer is the lowest server_version_num that reads the statement as the
 	// parser did (0: any), minWhat the construct that needs it (versions.go).
 	minServer int
@@ -188,8 +194,19 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 	if err != nil {
 		return &Decision{act: ActRefuse, refusal: parseRefusal(sql, scanned, err)}, nil
 	}
-	if e := admit(policy, tree); e != nil {
+	judged, carry := policy.withCollector()
+	if e := admit(judged, tree); e != nil {
 		return &Decision{act: ActRefuse, refusal: e}, nil
+	}
+	var carriedList []carried
+	if carry != nil && len(carry.list) > 0 {
+		carriedList = carry.list
+		wantPlan = false // decided for this text: the shape plans know nothing of carrying
+		if len(tree.Stmts) != 1 {
+			return &Decision{act: ActRefuse, refusal: refuse(rulecode.MultiStatement, carriedList[0].table,
+				fmt.Sprintf("a string of %d statements fires triggers, foreign-key actions, rules or functions that write a protected table", len(tree.Stmts)),
+				"send each statement on its own so each can carry its epoch")}, nil
+		}
 	}
 	writes, e := findWrites(policy, tree)
 	if e != nil {
@@ -201,7 +218,7 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 		if claim != nil {
 			return &Decision{act: ActClaim, claimTable: claim}, nil
 		}
-		d = &Decision{act: ActPass, minServer: need, minWhat: needWhat}
+		d = &Decision{act: ActPass, minServer: need, minWhat: needWhat, carry: carriedList}
 		if policy.RereadsCatalog() {
 			d.catalog = catalogEffectOf(tree)
 		}
@@ -241,15 +258,16 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &Decision{act: ActPass, minServer: need, minWhat: needWhat}, nil
+		return &Decision{act: ActPass, minServer: need, minWhat: needWhat, carry: carriedList}, nil
 	}
-	out := guardMarker(r.tables, policy.CatalogVersion) + applyEdits(sql, r.toks, r.edits, nil)
+	marker := guardMarker(r.tables, policy.CatalogVersion)
+	out := marker + applyEdits(sql, r.toks, r.edits, nil)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil,
-		minServer: need, minWhat: needWhat}
+		minServer: need, minWhat: needWhat, carry: carriedList, markerLen: len(marker)}
 	if wantPlan && cc == nil {
 		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
 	}

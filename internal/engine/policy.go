@@ -82,6 +82,12 @@ type Policy struct {
 	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
 	// keeps other sessions' DDL from reaching the fence (catalogMissing).
 	CatalogMissing string
+	// GuardCarries: the guard installed fences the writes the server makes on a
+	// fenced statement's behalf with the epoch the statement carries (carry.go), so
+	// statements that fire them are sent rather than refused; CarryMissing says
+	// otherwise why not, for the refusals' messages.
+	GuardCarries bool
+	CarryMissing string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.
@@ -91,6 +97,8 @@ type Policy struct {
 	// copy that judges a routine body read from it.
 	catalog *catalogSnapshot
 	judging *bodyJudgment
+	// carry collects the carried writes of the statement being analyzed (carry.go).
+	carry *carrySet
 }
 
 // Index builds the indexes Match and MatchFunction use; the root package calls it
