@@ -78,7 +78,9 @@ func TestGuardCarriesEpoch(t *testing.T) {
 	ctx := t.Context()
 	inv := `SELECT string_agg(format('%s %s %s', sku, quantity, writer_epoch), ', ' ORDER BY sku) FROM inventory`
 	stock := `SELECT string_agg(format('%s %s %s %s', id, shelf, spare, writer_epoch), ', ' ORDER BY id) FROM stock`
-	all := func() string { return state(inv) + " | " + state(stock) + " | " + state(`SELECT count(*)::text FROM orders`) }
+	all := func() string {
+		return state(inv) + " | " + state(stock) + " | " + state(`SELECT count(*)::text FROM orders`)
+	}
 
 	for _, tc := range []struct {
 		name, stmt string
