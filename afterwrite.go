@@ -44,15 +44,15 @@ func (f *enforcer) checkBound(ctx context.Context, q engine.Querier, b *engine.B
 // superseded into ErrFenced (engine.ClaimError). Other errors pass unchanged.
 func (f *enforcer) claimError(ctx context.Context, q driver.Conn, c *call, err error) error {
 	if c.Claim == nil {
-		return f.guardSaid(c.D, c.Query, err)
+		return noteFenced(ctx, f.guardSaid(c.D, c.Query, err))
 	}
 	return f.claimErrorBound(ctx, connQuerier(q), &c.Bound, err)
 }
 
 // claimErrorBound is claimError for any front.
 func (f *enforcer) claimErrorBound(ctx context.Context, q engine.Querier, b *engine.Bound, err error) error {
-	if err = f.guardSaid(b.D, b.Query, err); b.Claim == nil {
-		return err
+	if err = f.guardSaid(b.D, b.Query, err); b.Claim == nil || errors.Is(err, ErrFenced) || errors.Is(err, ErrAlreadyWritten) {
+		return noteFenced(ctx, err)
 	}
 	start := time.Now()
 	out, queried := f.eng.ClaimError(ctx, q, b, err)
@@ -115,7 +115,13 @@ func userValues(args []driver.NamedValue) []any {
 // is an undefined column or table, which the new read then explains.
 func (f *enforcer) guardSaid(d *engine.Decision, query string, err error) error {
 	var st interface{ SQLState() string }
-	if err == nil || f.stale == nil || !errors.As(err, &st) {
+	if err == nil || !errors.As(err, &st) {
+		return err
+	}
+	if fe := guardFenced(d, query, err); fe != nil {
+		return fe
+	}
+	if f.stale == nil {
 		return err
 	}
 	switch st.SQLState() {

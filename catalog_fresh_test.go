@@ -193,6 +193,13 @@ func TestCatalogNeverStale(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
+			if strings.Contains(c.ddl, "TRIGGER notes_restock") || strings.Contains(c.ddl, "RULE purge") ||
+				strings.Contains(c.ddl, "ON DELETE CASCADE") || strings.Contains(c.ddl, "FUNCTION touch") {
+				// A guard older than the carried epoch: the driver keeps refusing what
+				// writes protected rows from inside the database (with the current
+				// guard those writes are fenced: internal/cli/guard/carry_test.go).
+				rawExec(t, raw, "DROP FUNCTION sqlfence.guard_row() CASCADE")
+			}
 			rawExec(t, raw, c.ddl)
 			for i, tr := range c.tries {
 				_, err := run(db, tr.epoch, tr.stmt)

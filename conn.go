@@ -300,7 +300,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, driver.ErrSkip
 	}
 	d := c.decision(query)
-	if d.Act() == engine.ActPass {
+	if d.Act() == engine.ActPass && !d.Carries() {
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
@@ -339,7 +339,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, driver.ErrSkip
 	}
 	d := c.decision(query)
-	if d.Act() == engine.ActPass {
+	if d.Act() == engine.ActPass && !d.Carries() {
 		if c.enf.observing {
 			c.enf.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}

@@ -79,7 +79,7 @@ type call struct {
 // argument and pgx sends it in the simple protocol, or else (under a claim, whose key
 // is a string) with its parameters in oneTripMode.
 func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, args []driver.NamedValue, oneTrip bool) (call, error) {
-	if d.Act() == engine.ActPass {
+	if d.Act() == engine.ActPass && !d.Carries() {
 		if f.observing {
 			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
@@ -94,7 +94,7 @@ func (f *enforcer) bind(ctx context.Context, d *engine.Decision, query string, a
 	if !b.Fenced {
 		return c, nil
 	}
-	if oneTrip && len(args) == 0 {
+	if oneTrip && len(args) == 0 && !b.Carried {
 		if send, ok := b.Literal(); ok {
 			c.Send = send // no argument: pgx sends it as the application's own text
 			return c, nil
@@ -143,7 +143,7 @@ var oneTripMode any = pgx.QueryExecModeExec
 // In shadow mode the bound call sends the application's text unchanged.
 func (f *enforcer) bindCall(ctx context.Context, d *engine.Decision, query string, nargs int, argRefusal *engine.Error) (engine.Bound, engine.Session, error) {
 	unchanged := engine.Bound{D: d, Query: query, Send: query}
-	if d.Act() == engine.ActPass {
+	if d.Act() == engine.ActPass && !d.Carries() {
 		if f.observing {
 			f.note(ctx, Event{Outcome: OutcomePass, Statement: query})
 		}
@@ -175,6 +175,14 @@ func (f *enforcer) bindCall(ctx context.Context, d *engine.Decision, query strin
 		f.log.WarnContext(ctx, "sqlfence: unfenced write", "code", rulecode.UnfencedAllowed, "table", d.TableNames(), "reason", s.Unfenced, "statement", abbreviate(query, 200))
 		if f.observing {
 			f.noteLetThrough(ctx, rulecode.UnfencedAllowed, d.TableNames(), query)
+		}
+		return b, s, nil
+	case !b.Fenced && b.Carried:
+		if f.observing {
+			f.note(ctx, Event{Outcome: OutcomeFence, Table: b.D.CarriedTable("", ""), Statement: query, Epoch: s.Epoch})
+		}
+		if f.shadowing() {
+			return unchanged, s, nil
 		}
 		return b, s, nil
 	case !b.Fenced:

@@ -105,9 +105,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		return nil, err
 	}
 	var res driver.Result
-	if c.Claim != nil {
-		// The claim check changes the text: run the claim variant unprepared
-		// (the statement was prepared without it).
+	if c.Claim != nil || c.Carried {
+		// The claim check and the carried epoch change the text: run it unprepared
+		// (the statement was prepared without them).
 		res, err = s.conn.execUnprepared(ctx, &c)
 	} else if e, ok := s.inner.(driver.StmtExecContext); ok {
 		res, err = e.ExecContext(ctx, c.args)
@@ -140,7 +140,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return nil, err
 	}
 	var rows driver.Rows
-	if c.Claim != nil {
+	if c.Claim != nil || c.Carried {
 		rows, err = queryConn(ctx, s.conn.inner, c.Send, c.args)
 		if err != nil {
 			return nil, s.conn.enf.claimError(ctx, s.conn.inner, &c, err)

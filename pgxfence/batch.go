@@ -158,7 +158,7 @@ func (b *batch) readAll() {
 func (b *batch) explain(i int, tag pgconn.CommandTag, err error) error {
 	c := &b.calls[i]
 	if err != nil {
-		if c.Claim != nil {
+		if c.Claim != nil || c.Carried {
 			return b.fe.f.ClaimError(b.ctx, b.t.querier(b.fe), c, err)
 		}
 		return err

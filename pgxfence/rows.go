@@ -54,7 +54,7 @@ func (r *rows) finish() {
 	r.inner.Close()
 	if err := r.inner.Err(); err != nil {
 		r.err = err
-		if r.c.Claim != nil {
+		if r.c.Claim != nil || r.c.Carried {
 			r.err = r.fe.f.ClaimError(r.ctx, r.t.querier(r.fe), &r.c, err)
 		}
 	} else {

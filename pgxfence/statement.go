@@ -94,7 +94,7 @@ func (fe *fence) bind(ctx context.Context, t target, def *engine.Defaults, sql s
 	if err := optionFree(c, kind); err != nil {
 		return c, nil, err
 	}
-	if kind == forExec && len(args) == 0 && c.Fenced {
+	if kind == forExec && len(args) == 0 && c.Fenced && !c.Carried {
 		// Without arguments pgx sends the application's text in one simple-protocol
 		// round trip and prepares nothing; the epoch written in as a literal keeps it
 		// so (engine.Bound.Literal; fe.usable checked the session's pinned settings).
@@ -105,6 +105,11 @@ func (fe *fence) bind(ctx context.Context, t target, def *engine.Defaults, sql s
 		}
 	}
 	mode, withMode := fe.sendMode(&o, len(c.Args))
+	if c.Carried && (mode == pgx.QueryExecModeCacheStatement || mode == pgx.QueryExecModeCacheDescribe) {
+		// Each epoch makes a text of its own: on the unnamed statement, in one round
+		// trip, rather than a cached statement per epoch.
+		mode, withMode = pgx.QueryExecModeExec, true
+	}
 	if kind == forBatch || !withMode && !o.hasFormats {
 		return c, c.Args, nil
 	}
@@ -139,7 +144,7 @@ func (fe *fence) exec(ctx context.Context, t target, sql string, args []any) (pg
 	}
 	tag, err := t.run.Exec(ctx, c.Send, send...)
 	if err != nil {
-		if c.Claim != nil {
+		if c.Claim != nil || c.Carried {
 			cc := c // on the heap only on this path (the Fence is an interface)
 			err = fe.f.ClaimError(ctx, t.querier(fe), &cc, err)
 		}

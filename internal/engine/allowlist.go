@@ -43,7 +43,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 					"change the schema with DDL and settings with SET, outside the driver if sqlfence refuses them")
 			}
 			// Triggers, rules and foreign-key actions the catalog shows (resolve: catalog).
-			if e := p.catalog.judgeWrite(w); e != nil {
+			if e := p.catalog.judgeWrite(w, p); e != nil {
 				return e
 			}
 		}
@@ -73,7 +73,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 			return admitStatement(p, c.Query)
 		}
 		if c.IsFrom {
-			if e := p.catalog.judgeRelationWrite(c.Relation, evInsert, "COPY FROM"); e != nil {
+			if e := p.catalog.judgeRelationWrite(c.Relation, evInsert, "COPY FROM", nil); e != nil {
 				return e
 			}
 		}
@@ -84,7 +84,7 @@ func admitStatement(p *Policy, n *pg.Node) *Error {
 				"truncate the tables by name, or delete the rows with DELETE under an epoch")
 		}
 		for _, r := range s.TruncateStmt.Relations {
-			if e := p.catalog.judgeRelationWrite(r.GetRangeVar(), evTruncate, "TRUNCATE"); e != nil {
+			if e := p.catalog.judgeRelationWrite(r.GetRangeVar(), evTruncate, "TRUNCATE", nil); e != nil {
 				return e
 			}
 		}

@@ -71,6 +71,12 @@ type Decision struct {
 	// resetHow the statement that does it first (defaults.go).
 	resets   Pinned
 	resetHow string
+
+	// carry: the protected relations the server writes for the statement, which the
+	// guard fences with the epoch the statement carries (carry.go); markerLen is the
+	// length of the own marker sql starts with, which the carried one replaces.
+	carry     []carried
+	markerLen int
 }
 
 // CatalogEffect says when a statement makes the connector read the catalog again
@@ -210,8 +216,19 @@ func analyzeText(policy *Policy, sql string, scanned []pgtree.Token, cc *ClaimCh
 	if err != nil {
 		return &Decision{act: ActRefuse, refusal: parseRefusal(sql, scanned, err)}, nil
 	}
-	if e := admit(policy, tree); e != nil {
+	judged, carry := policy.withCollector()
+	if e := admit(judged, tree); e != nil {
 		return &Decision{act: ActRefuse, refusal: e}, nil
+	}
+	var carriedList []carried
+	if carry != nil && len(carry.list) > 0 {
+		carriedList = carry.list
+		wantPlan = false // decided for this text: the shape plans know nothing of carrying
+		if len(tree.Stmts) != 1 {
+			return &Decision{act: ActRefuse, refusal: refuse(rulecode.MultiStatement, carriedList[0].table,
+				fmt.Sprintf("a string of %d statements fires triggers, foreign-key actions, rules or functions that write a protected table", len(tree.Stmts)),
+				"send each statement on its own so each can carry its epoch")}, nil
+		}
 	}
 	writes, e := findWrites(policy, tree)
 	if e != nil {
@@ -223,7 +240,7 @@ func analyzeText(policy *Policy, sql string, scanned []pgtree.Token, cc *ClaimCh
 		if claim != nil {
 			return &Decision{act: ActClaim, claimTable: claim, resets: resets, resetHow: how}, nil
 		}
-		d = &Decision{act: ActPass, resets: resets, resetHow: how}
+		d = &Decision{act: ActPass, resets: resets, resetHow: how, carry: carriedList}
 		if policy.RereadsCatalog() {
 			d.catalog = catalogEffectOf(tree)
 		}
@@ -263,14 +280,16 @@ func analyzeText(policy *Policy, sql string, scanned []pgtree.Token, cc *ClaimCh
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &Decision{act: ActPass}, nil
+		return &Decision{act: ActPass, carry: carriedList}, nil
 	}
-	out := guardMarker(r.tables, policy.CatalogVersion) + applyEdits(sql, r.toks, r.edits, nil)
+	marker := guardMarker(r.tables, policy.CatalogVersion)
+	out := marker + applyEdits(sql, r.toks, r.edits, nil)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
-	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil}
+	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil,
+		carry: carriedList, markerLen: len(marker)}
 	if wantPlan && cc == nil {
 		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
 	}

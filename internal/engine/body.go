@@ -7,6 +7,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -169,9 +170,16 @@ func judgeBodyText(p *Policy, what, q string) *Error {
 	if e != nil {
 		return e
 	}
+	if c := p.bodyCollector(); c != nil && !slices.ContainsFunc(writes, func(w protectedWrite) bool { return w.table.unfenceable != "" }) {
+		// The guard compares and stamps these rows with the statement's epoch.
+		for _, w := range writes {
+			c.add(carriedOf(w.table)...)
+		}
+		writes = nil
+	}
 	if len(writes) > 0 {
 		return refuse(rulecode.BodyWrites, writes[0].table, what+" writes the protected table, and no epoch reaches inside it",
-			"run the write as a plain statement under sqlfence.WithEpoch")
+			"run the write as a plain statement under sqlfence.WithEpoch"+p.bodyGuardNote())
 	}
 	if c := claimWrite(p, tree); c != nil {
 		return refuse(rulecode.ClaimWrite, nil, what+" writes the claim table "+c.QualifiedName.String(),

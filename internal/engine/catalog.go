@@ -84,6 +84,10 @@ type writeHazard struct {
 	table  string // the protected table concerned, for Error.Table; may be ""
 	reason string // completes "<KIND> of <relation>: "
 	fix    string
+	// carried: the hazard is a write the server makes into these protected
+	// relations, which a guard that carries the statement's epoch fences (carry.go);
+	// nil: refused whatever the guard.
+	carried []carried
 }
 
 // withSnapshot returns p extended from the catalog: the parents of protected
@@ -189,7 +193,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 	// that do: a trigger's function can write a table whose own trigger writes a
 	// protected one, so judging code consults the hazards found so far until no more
 	// are found (each round can only add some).
-	static := s.staticHazards(raw, protected, target)
+	static := s.staticHazards(raw, protected, target, p.GuardCarries)
 	var dynamic []*baseHazard
 	for round := 0; ; round++ {
 		cur := s.withHazards(raw, append(append([]*baseHazard(nil), static...), dynamic...))
@@ -245,7 +249,7 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 			queue = append(queue, item{rel, origin, h})
 			return
 		}
-		h := &writeHazard{events: ev, code: origin.code, table: origin.table, reason: reason, fix: origin.fix}
+		h := &writeHazard{events: ev, code: origin.code, table: origin.table, reason: reason, fix: origin.fix, carried: origin.carried}
 		at[k] = h
 		q := QualifiedName{Schema: rel.Schema, Name: rel.Name}
 		n.hazards[q] = append(n.hazards[q], h)
@@ -295,7 +299,9 @@ func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazar
 
 // judgeWrite refuses a write the catalog shows reaches a protected table unfenced.
 // s may be nil (no resolve: catalog).
-func (s *catalogSnapshot) judgeWrite(w pgtree.Write) *Error {
+// p is the policy judging, whose collector takes the writes the guard fences (nil:
+// none is carried).
+func (s *catalogSnapshot) judgeWrite(w pgtree.Write, p *Policy) *Error {
 	if s == nil || w.Relation == nil {
 		return nil
 	}
@@ -322,12 +328,12 @@ func (s *catalogSnapshot) judgeWrite(w pgtree.Write) *Error {
 			}
 		}
 	}
-	return s.judgeRelationWrite(w.Relation, ev, w.Kind)
+	return s.judgeRelationWrite(w.Relation, ev, w.Kind, p)
 }
 
 // judgeRelationWrite refuses writes of the kinds ev to rv when a hazard covers them.
 // An unqualified name may resolve to the relation of that name in any schema.
-func (s *catalogSnapshot) judgeRelationWrite(rv *pg.RangeVar, ev events, kind string) *Error {
+func (s *catalogSnapshot) judgeRelationWrite(rv *pg.RangeVar, ev events, kind string, p *Policy) *Error {
 	if s == nil || rv == nil {
 		return nil
 	}
@@ -335,11 +341,25 @@ func (s *catalogSnapshot) judgeRelationWrite(rv *pg.RangeVar, ev events, kind st
 	if rv.Schemaname != "" {
 		list = s.hazards[QualifiedName{Schema: rv.Schemaname, Name: rv.Relname}]
 	}
+	var carry *carrySet
+	if p != nil {
+		carry = p.collector()
+	}
+	// Refusals first: a write the guard could fence does not hide one it cannot.
 	for _, h := range list {
-		if h.events&ev != 0 {
-			e := refuse(h.code, nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, h.fix)
+		if h.events&ev != 0 && (h.carried == nil || carry == nil) {
+			fix := h.fix
+			if h.carried != nil && p != nil {
+				fix += p.guardNote()
+			}
+			e := refuse(h.code, nil, kind+" of "+nameOfRangeVar(rv)+": "+h.reason, fix)
 			e.Table = h.table
 			return e
+		}
+	}
+	for _, h := range list {
+		if h.events&ev != 0 {
+			carry.add(h.carried...)
 		}
 	}
 	return nil

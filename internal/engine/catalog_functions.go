@@ -16,11 +16,15 @@ import (
 // funcJudgment is what a routine's own body does: refused, or the user routines it
 // may call.
 type funcJudgment struct {
-	err   *Error
-	calls []uint32
+	err     *Error
+	calls   []uint32
+	carried []carried // the protected relations it writes, for the guard to fence
 }
 
-type verdict struct{ err *Error }
+type verdict struct {
+	err     *Error
+	carried []carried
+}
 
 // candidates are the user routines a call of schema.name may reach: with no schema,
 // every one of that name, since search_path decides.
@@ -54,11 +58,14 @@ func (s *catalogSnapshot) funcName(oid uint32) string {
 	return "with oid " + strconv.FormatUint(uint64(oid), 10)
 }
 
-// verdict judges a user routine and, transitively, every user routine it may call.
-func (s *catalogSnapshot) verdict(p *Policy, oid uint32) *Error {
+// verdict judges a user routine and, transitively, every user routine it may call:
+// refused, or not, with the protected relations they write for the guard to fence
+// (only when p.GuardCarries; otherwise such a write is refused).
+func (s *catalogSnapshot) verdict(p *Policy, oid uint32) (*Error, []carried) {
 	if v, ok := s.verdicts.Load(oid); ok {
-		return v.(verdict).err
+		return v.(verdict).err, v.(verdict).carried
 	}
+	var carry carrySet
 	from := map[uint32]uint32{oid: 0}
 	queue := []uint32{oid}
 	var err *Error
@@ -72,6 +79,7 @@ func (s *catalogSnapshot) verdict(p *Policy, oid uint32) *Error {
 		} else if j := s.direct(p, f); j.err != nil {
 			err = j.err
 		} else {
+			carry.add(j.carried...)
 			for _, c := range j.calls {
 				if _, seen := from[c]; !seen {
 					from[c] = o
@@ -105,8 +113,11 @@ func (s *catalogSnapshot) verdict(p *Policy, oid uint32) *Error {
 			err = &c
 		}
 	}
-	s.verdicts.Store(oid, verdict{err})
-	return err
+	if err != nil {
+		carry.list = nil
+	}
+	s.verdicts.Store(oid, verdict{err, carry.list})
+	return err, carry.list
 }
 
 // direct judges a routine's own body, and lists the user routines it may call. Every
@@ -146,7 +157,7 @@ func (s *catalogSnapshot) direct(p *Policy, f *pgcatalog.Function) *funcJudgment
 		j.err = refuse(rulecode.UnreadableRoutine, nil, what+" is "+volatilityWord(f)+" and written in "+f.Language+", which sqlfence cannot read",
 			"if it writes no protected table, list it under safe_functions: in the policy")
 	default:
-		j.err, j.calls = judgeDefinition(p, what, f.Definition)
+		j.err, j.calls, j.carried = judgeDefinition(p, what, f.Definition)
 	}
 	v, _ := s.judged.LoadOrStore(f.OID, j)
 	return v.(*funcJudgment)
@@ -167,19 +178,20 @@ func volatilityWord(f *pgcatalog.Function) string {
 // the catalog: calls of user routines in it are listed, not judged (verdict follows
 // them).
 type bodyJudgment struct {
-	calls []uint32
+	calls   []uint32
+	carried carrySet // the protected relations the body writes, when the guard carries the epoch
 }
 
 // judgeDefinition judges a routine from its CREATE statement (pg_get_functiondef).
-func judgeDefinition(p *Policy, what, def string) (*Error, []uint32) {
+func judgeDefinition(p *Policy, what, def string) (*Error, []uint32, []carried) {
 	q := *p
 	q.judging = &bodyJudgment{}
 	tree, e := parseBounded(def)
 	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetCreateFunctionStmt() == nil {
-		return refuse(rulecode.UnreadableRoutine, nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil
+		return refuse(rulecode.UnreadableRoutine, nil, what+" cannot be read", "if it writes no protected table, list it under safe_functions: in the policy"), nil, nil
 	}
 	e = admitRoutine(&q, tree.Stmts[0].Stmt.GetCreateFunctionStmt())
-	return e, q.judging.calls
+	return e, q.judging.calls, q.judging.carried.list
 }
 
 // collect lists the user routines a call may reach, for the body being judged.
@@ -202,7 +214,11 @@ func (p *Policy) judgeUserCall(schema, name, shown, how string) (e *Error, found
 		return nil, true
 	}
 	for _, f := range cands {
-		if err := s.verdict(p, f.OID); err != nil {
+		err, list := s.verdict(p, f.OID)
+		if err == nil && list != nil {
+			err = p.carryOrRefuse(list, how+" of "+shown)
+		}
+		if err != nil {
 			e := *err
 			e.Reason = how + " of " + shown + ": " + err.Reason
 			return &e, true
@@ -241,7 +257,11 @@ func (p *Policy) judgeAttributeCall(name, shown, how string, anyArg bool) *Error
 			p.judging.calls = append(p.judging.calls, f.OID)
 			continue
 		}
-		if err := s.verdict(p, f.OID); err != nil {
+		err, list := s.verdict(p, f.OID)
+		if err == nil && list != nil {
+			err = p.carryOrRefuse(list, how+" of "+shown)
+		}
+		if err != nil {
 			e := *err
 			e.Reason = how + " of " + shown + ": " + err.Reason
 			return &e

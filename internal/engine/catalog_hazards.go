@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -87,7 +88,11 @@ func fkActions(fk pgcatalog.ForeignKey) string {
 // that cascade into protected tables, INSTEAD rules on protected relations, and
 // BEFORE and INSTEAD OF triggers on them whose functions are VOLATILE. target holds
 // every relation that is protected or reaches a protected one.
-func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, target map[uint32]*Table) []*baseHazard {
+//
+// With carries (the guard fences the server's writes with the statement's epoch), a
+// foreign key's action is a carried hazard: the guard compares and stamps the rows it
+// writes.
+func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, target map[uint32]*Table, carries bool) []*baseHazard {
 	var out []*baseHazard
 	for _, fk := range raw.ForeignKeys {
 		if protected[fk.Child.OID] == nil || fk.Child.Kind == "v" {
@@ -101,7 +106,11 @@ func (s *catalogSnapshot) staticHazards(raw *pgcatalog.Snapshot, protected, targ
 			ev |= evUpdate
 		}
 		child := relName(fk.Child)
-		out = append(out, &baseHazard{rel: fk.Parent, kind: "foreign key", name: fk.Name, writeHazard: writeHazard{
+		var list []carried
+		if carries {
+			list = []carried{{name: fk.Child.Name, table: protected[fk.Child.OID]}}
+		}
+		out = append(out, &baseHazard{rel: fk.Parent, kind: "foreign key", name: fk.Name, writeHazard: writeHazard{carried: list,
 			events: ev, code: rulecode.CascadingKey, table: child,
 			reason: "it cascades into the protected table " + child + " through the foreign key " + sqlident.Quote(fk.Name) +
 				" (" + fkActions(fk) + "), and the cascaded write carries no epoch",
@@ -170,7 +179,17 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 		if tr.FuncSchema == "sqlfence" {
 			continue
 		}
-		e := s.judgeTriggerFunction(p, tr)
+		e, list := s.judgeTriggerFunction(p, tr)
+		if e == nil && list != nil && p.GuardCarries {
+			t := list[0].table
+			out = append(out, &baseHazard{rel: tr.Rel, kind: "trigger", name: tr.Name, writeHazard: writeHazard{
+				events: triggerEvents(tr.Type), code: rulecode.Trigger, table: t.QualifiedName.String(), carried: list,
+				reason: "its trigger " + sqlident.Quote(tr.Name) + " runs " + QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String() +
+					", which writes the protected table " + t.QualifiedName.String(),
+				fix: "write the protected table with plain statements under an epoch instead of from the trigger, or drop the trigger (a migration outside the driver)",
+			}})
+			continue
+		}
 		if e == nil {
 			continue
 		}
@@ -183,7 +202,16 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 		}})
 	}
 	for _, r := range raw.Rules {
-		e := judgeRuleDefinition(p, r)
+		e, list := judgeRuleDefinition(p, r)
+		if e == nil && list != nil {
+			t := list[0].table
+			out = append(out, &baseHazard{rel: r.Rel, kind: "rule", name: r.Name, writeHazard: writeHazard{
+				events: ruleEvents(r.Event), code: rulecode.Rule, table: t.QualifiedName.String(), carried: list,
+				reason: "its rule " + sqlident.Quote(r.Name) + " writes the protected table " + t.QualifiedName.String(),
+				fix:    "drop the rule (a migration outside the driver) and write the tables with plain statements under an epoch",
+			}})
+			continue
+		}
 		if e == nil {
 			continue
 		}
@@ -219,38 +247,65 @@ func namingTable(e *Error) *Error {
 
 // judgeTriggerFunction judges the function a trigger runs like a call of it: the
 // policy's lists first, then its body. Built-in trigger functions write no table.
-func (s *catalogSnapshot) judgeTriggerFunction(p *Policy, tr pgcatalog.Trigger) *Error {
+// With the guard that carries the epoch, a function that writes protected tables is
+// not refused: the relations it writes are returned for the guard to fence.
+func (s *catalogSnapshot) judgeTriggerFunction(p *Policy, tr pgcatalog.Trigger) (*Error, []carried) {
 	switch {
 	case p.MatchFunction(tr.FuncSchema, tr.FuncName):
 		return refuse(rulecode.ListedFunction, nil, "the function "+QualifiedName{Schema: tr.FuncSchema, Name: tr.FuncName}.String()+", which the policy lists as writing protected tables",
-			"write the tables with plain statements under an epoch")
+			"write the tables with plain statements under an epoch"), nil
 	case p.matchSafeFunction(tr.FuncSchema, tr.FuncName), tr.FuncSchema == "pg_catalog":
-		return nil
+		return nil, nil
 	}
 	return s.verdict(p, tr.Function)
 }
 
 // judgeRuleDefinition judges a rule's condition and actions like statements sent
-// through the driver that may write no protected table.
-func judgeRuleDefinition(p *Policy, r pgcatalog.Rule) *Error {
+// through the driver that may write no protected table — or, with the guard that
+// carries the epoch (p.GuardCarries), like a routine body whose writes to protected
+// tables the guard fences: those are returned. The rule's actions are judged with a
+// collector of their own, so what they reach (triggers, cascades, calls) is carried
+// with them.
+func judgeRuleDefinition(p *Policy, r pgcatalog.Rule) (*Error, []carried) {
 	tree, e := parseBounded(r.Definition)
 	if e != nil || len(tree.Stmts) != 1 || tree.Stmts[0].Stmt.GetRuleStmt() == nil {
-		return refuse(rulecode.Rule, nil, "sqlfence cannot read it", "drop the rule (a migration outside the driver)")
+		return refuse(rulecode.Rule, nil, "sqlfence cannot read it", "drop the rule (a migration outside the driver)"), nil
 	}
+	q := *p
+	q.judging = &bodyJudgment{}
 	rs := tree.Stmts[0].Stmt.GetRuleStmt()
 	if rs.WhereClause != nil {
-		if e := admitCalls(p, rs.WhereClause.ProtoReflect()); e != nil {
-			return e
+		if e := admitCalls(&q, rs.WhereClause.ProtoReflect()); e != nil {
+			return e, nil
 		}
 	}
 	for _, a := range rs.Actions {
-		if e := admitStatement(p, a); e != nil {
-			return e
+		if e := admitStatement(&q, a); e != nil {
+			return e, nil
 		}
-		if t := tableIn(p, a.ProtoReflect()); t != nil {
-			return refuse(rulecode.BodyWrites, t, "it writes the protected table "+t.QualifiedName.String()+", and no epoch reaches a rule",
-				"write the table with plain statements under an epoch")
+		for _, w := range pgtree.Writes(a.ProtoReflect(), nil) {
+			t := match(p, w.Relation)
+			if t == nil {
+				continue
+			}
+			if !p.GuardCarries || t.unfenceable != "" {
+				return refuse(rulecode.BodyWrites, t, "it writes the protected table "+t.QualifiedName.String()+", and no epoch reaches a rule",
+					"write the table with plain statements under an epoch"+p.guardNote()), nil
+			}
+			q.judging.carried.add(carriedOf(t)...)
 		}
 	}
-	return nil
+	// Calls in the rule are judged by their verdicts, not collected: judging is
+	// only a collector here.
+	for _, oid := range q.judging.calls {
+		err, list := p.catalog.verdict(p, oid)
+		if err != nil {
+			return err, nil
+		}
+		if !p.GuardCarries && list != nil {
+			return p.carryOrRefuse(list, "a call in the rule"), nil
+		}
+		q.judging.carried.add(list...)
+	}
+	return nil, q.judging.carried.list
 }

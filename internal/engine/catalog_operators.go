@@ -75,7 +75,11 @@ func judgeOperators(p *Policy, n any) *Error {
 				p.judging.calls = append(p.judging.calls, o.Function)
 				continue
 			}
-			if err := s.verdict(p, o.Function); err != nil {
+			err, list := s.verdict(p, o.Function)
+			if err == nil && list != nil {
+				err = p.carryOrRefuse(list, how)
+			}
+			if err != nil {
 				e := *err
 				e.Reason = how + ": " + err.Reason
 				if e.Fix == "" {

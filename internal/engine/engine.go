@@ -133,7 +133,11 @@ type Bound struct {
 	// LetThrough: a protected write sent unfenced under sqlfence.Unfenced with
 	// `unfenced: allow`; the front logs it.
 	LetThrough bool
-	Claim      *ClaimCheck
+	// Carried: Send carries the epoch in the guard's marker for the writes the server
+	// makes on the statement's behalf (carry.go): a statement prepared without it runs
+	// unprepared, and the guard's fence errors are the driver's (GuardFenced).
+	Carried bool
+	Claim   *ClaimCheck
 	// Checked is set when a result check queried the server about this execution.
 	Checked bool
 }
@@ -145,7 +149,7 @@ type Bound struct {
 func (e *Engine) Bind(d *Decision, query string, s Session, nargs int) (Bound, *Error) {
 	b := Bound{D: d, Query: query, Send: query, Epoch: s.Epoch}
 	switch {
-	case d.act == ActPass:
+	case d.act == ActPass && d.carry == nil:
 		return b, nil
 	case d.act == ActClaim:
 		if s.ClaimHelper {
@@ -168,6 +172,14 @@ func (e *Engine) Bind(d *Decision, query string, s Session, nargs int) (Bound, *
 			return b, nil
 		}
 		return Bound{}, unfenced(d, query, s)
+	case d.act == ActPass:
+		// Nothing of its own to fence: the epoch goes to the guard alone.
+		send, err := d.carryText(e.policy, query, s.Epoch, s.Claim)
+		if err != nil {
+			return Bound{}, err
+		}
+		b.Send, b.Carried = send, true
+		return b, nil
 	}
 	if cc := s.Claim; cc != nil && d.act == ActRewrite {
 		if cc.err != "" {
@@ -187,6 +199,13 @@ func (e *Engine) Bind(d *Decision, query string, s Session, nargs int) (Bound, *
 			fmt.Sprintf("pass exactly one argument per parameter $1…$%d: the epoch becomes $%d", d.epochParam-1, d.epochParam))
 	}
 	b.Send, b.Fenced = d.sql, true
+	if d.carry != nil {
+		send, err := d.carryText(e.policy, query, s.Epoch, b.Claim)
+		if err != nil {
+			return Bound{}, err
+		}
+		b.Send, b.Carried = send, true
+	}
 	return b, nil
 }
 
@@ -195,6 +214,11 @@ func unfenced(d *Decision, query string, s Session) *Error {
 	e := &Error{Kind: KindUnfenced, Code: rulecode.NoEpoch, Table: d.table(), Statement: query,
 		Reason: "a write to a protected table without an epoch on the context",
 		Fix:    "run it under the job's claim: lease.Context() from the claim helpers, or sqlfence.WithEpoch(ctx, epoch) with the epoch the claim returned"}
+	if d.act == ActPass && d.carry != nil {
+		e.Table = d.carriedNames()
+		e.Reason = "the statement fires triggers, foreign-key actions, rules or functions that write the protected table " + e.Table +
+			", which the guard fences with the statement's epoch, and the context has no epoch"
+	}
 	switch {
 	case s.BadEpoch:
 		e.Code = rulecode.BadEpoch

@@ -90,6 +90,12 @@ type Policy struct {
 	// CatalogFingerprint is the catalog's fingerprint, read before the snapshot where
 	// catalog_refresh will read it again ("" otherwise; pgcatalog.Fingerprint).
 	CatalogFingerprint string
+	// GuardCarries: the guard installed fences the writes the server makes on a
+	// fenced statement's behalf with the epoch the statement carries (carry.go), so
+	// statements that fire them are sent rather than refused; CarryMissing says
+	// otherwise why not, for the refusals' messages.
+	GuardCarries bool
+	CarryMissing string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.
@@ -101,6 +107,8 @@ type Policy struct {
 	judging *bodyJudgment
 	// digest is what Resolve read (catalog_digest.go).
 	digest catalogDigest
+	// carry collects the carried writes of the statement being analyzed (carry.go).
+	carry *carrySet
 }
 
 // Index builds the indexes Match and MatchFunction use; the root package calls it

@@ -123,7 +123,12 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	if err != nil {
 		return nil, chk.readError("reading the snapshot", err)
 	}
-	r := p.withTables(extra).withSnapshot(snap, protected)
+	base := p.withTables(extra)
+	if base.CarryMissing, err = carryMissing(ctx, query, ver, missing, protected); err != nil {
+		return nil, chk.readError("reading the guard's row triggers", err)
+	}
+	base.GuardCarries = base.CarryMissing == ""
+	r := base.withSnapshot(snap, protected)
 	r.CatalogMissing = missing
 	r.CatalogRead = ver
 	if missing == "" {
@@ -157,6 +162,31 @@ func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVer
 		return "", err
 	}
 	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed), or its trigger sqlfence_guard there is disabled or not enabled always", nil
+}
+
+// carryMissing says what keeps the guard from fencing the writes the server makes
+// on a fenced statement's behalf (carry.go): no catalog version checked on every
+// protected relation (missing), an older guard, or a protected relation without the
+// guard's row trigger. "" when nothing does.
+func carryMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVersion, missing string, protected map[uint32]*Table) (string, error) {
+	switch {
+	case ver.Version == 0 && !ver.Guard:
+		return "the guard is not installed", nil
+	case missing != "":
+		return missing, nil
+	case !ver.Carries:
+		return "the guard installed is older than this sqlfence and does not fence them: re-run sqlfence guard --apply", nil
+	}
+	oids := make([]uint32, 0, len(protected))
+	for oid := range protected {
+		oids = append(oids, oid)
+	}
+	slices.Sort(oids)
+	bare, err := pgcatalog.Uncarried(ctx, query, oids)
+	if err != nil || len(bare) == 0 {
+		return "", err
+	}
+	return "the guard's row trigger is not on " + strings.Join(bare, ", ") + " (created after the guard was installed: re-run sqlfence guard --apply)", nil
 }
 
 // Findings are what the catalog holds that makes the engine refuse writes whose text

@@ -74,3 +74,77 @@ func CommentAt(names []string, version int64) string {
 	b.WriteString("*/ ")
 	return b.String()
 }
+
+// The carried form: a statement that fires writes the server makes on its behalf —
+// a trigger's, a foreign-key action's, a rule's or a called function's — into
+// protected tables carries its epoch in the marker, so that the guard's row trigger
+// compares those rows with it and stamps them, as the driver's fence does the rows
+// the statement writes itself. Its first word is CarryMark and the epoch, so that the
+// row trigger's WHEN clause finds it with one prefix test (CarryPrefix); then the
+// catalog version, the names the statement fenced itself, and, for each protected
+// relation the server writes, CarriedMark, its name, ':' and its checks (Strict,
+// Repeatable, ClaimCheck); and with a claim check the claim (ClaimMark).
+const (
+	CarryMark   = "="
+	CarryPrefix = Prefix + CarryMark
+	CarriedMark = "+"
+	ClaimMark   = "!"
+	// The checks of a carried relation's rows: compared with the epoch strictly
+	// (a row at the epoch is already written) or repeatably, and/or the claim checked.
+	Strict     = 's'
+	Repeatable = 'r'
+	ClaimCheck = 'k'
+)
+
+// Carried is one protected relation the server writes for a statement, and the checks
+// its rows get.
+type Carried struct {
+	Name   string // unquoted, as the catalog stores it
+	Checks string // Strict or Repeatable, and/or ClaimCheck
+}
+
+// Claim is a claim check carried to the guard: the claim table as SQL text
+// (schema-qualified, quoted as needed), its key and epoch columns (unquoted), and the
+// job's key as text.
+type Claim struct {
+	Table, KeyColumn, EpochColumn, Key string
+}
+
+// CarryComment is the carried marker: epoch, catalog version, the names the statement
+// fenced itself, the carried relations and, when claim is not nil, the claim, each
+// part of the claim hex-encoded so that nothing in it can end the comment or read as
+// another word.
+func CarryComment(epoch, version int64, names []string, carried []Carried, claim *Claim) string {
+	var b strings.Builder
+	b.WriteString(CarryPrefix)
+	b.WriteString(strconv.FormatInt(epoch, 10))
+	if version > 0 {
+		b.WriteString(" " + VersionMark)
+		b.WriteString(strconv.FormatInt(version, 10))
+	}
+	seen := make([]string, 0, len(names))
+	for _, n := range names {
+		if n = Name(n); !slices.Contains(seen, n) {
+			seen = append(seen, n)
+			b.WriteString(" " + n)
+		}
+	}
+	seen = seen[:0]
+	for _, c := range carried {
+		if n := Name(c.Name); !slices.Contains(seen, n) {
+			seen = append(seen, n)
+			b.WriteString(" " + CarriedMark + n + ":" + c.Checks)
+		}
+	}
+	if claim != nil {
+		b.WriteString(" " + ClaimMark)
+		for i, part := range []string{claim.Table, claim.KeyColumn, claim.EpochColumn, claim.Key} {
+			if i > 0 {
+				b.WriteString(ClaimMark)
+			}
+			b.WriteString(hex.EncodeToString([]byte(part)))
+		}
+	}
+	b.WriteString("*/ ")
+	return b.String()
+}

@@ -29,7 +29,7 @@ const VersionLock = 7294611953
 // event trigger themselves: DDL made while the triggers were disabled, and then
 // enabled again, moved no version, but it moved their rows.
 var versionSQL = `
-SELECT v.version, v.triggers, v.guard, v.rows, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
+SELECT v.version, v.triggers, v.guard, v.rows, v.carries, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
 FROM (SELECT pg_catalog.pg_advisory_lock(` + strconv.Itoa(VersionLock) + `) AS locked,
              pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass('sqlfence.catalog_version')) AS version,
              (SELECT pg_catalog.count(*) FROM pg_catalog.pg_event_trigger e
@@ -39,8 +39,16 @@ FROM (SELECT pg_catalog.pg_advisory_lock(` + strconv.Itoa(VersionLock) + `) AS l
              (SELECT pg_catalog.string_agg(e.evtname OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) e.oid::pg_catalog.text
                          OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) e.xmin::pg_catalog.text, ' ' ORDER BY e.evtname)
               FROM pg_catalog.pg_event_trigger e
-              WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop')) AS rows
+              WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop')) AS rows,
+             EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+                     WHERE n.nspname = 'sqlfence' AND p.proname = 'guard_row' AND p.prosrc LIKE '%` + GuardCarriesTag + `%') AS carries
       OFFSET 0) v`
+
+// GuardCarriesTag is written in the guard's row trigger function: the guard fences
+// the writes the server makes on a fenced statement's behalf with the epoch the
+// statement carries. Its number changes when what the driver may rely on does, so a
+// connector never trusts an older guard with them.
+const GuardCarriesTag = "sqlfence guard carries epochs: 1"
 
 // CatalogVersion is what Version read.
 type CatalogVersion struct {
@@ -49,7 +57,8 @@ type CatalogVersion struct {
 	Guard    bool  // the guard's trigger function compares versions
 	// Rows are the event triggers' row versions: two reads with the same Version but
 	// other Rows have DDL between them that no event trigger saw.
-	Rows string
+	Rows    string
+	Carries bool // the guard fences the server's writes with a carried epoch (GuardCarriesTag)
 }
 
 // Installed reports whether DDL of any session moves the version and the guard
@@ -72,7 +81,7 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	if err != nil {
 		return CatalogVersion{}, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 5 {
+	if len(rows) != 1 || len(rows[0]) != 6 {
 		return CatalogVersion{}, fmt.Errorf("pgcatalog: catalog version query returned %v", rows)
 	}
 	var v CatalogVersion
@@ -86,6 +95,7 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	v.Triggers, _ = rows[0][1].(bool)
 	v.Guard, _ = rows[0][2].(bool)
 	v.Rows, _ = rows[0][3].(string)
+	v.Carries, _ = rows[0][4].(bool)
 	return v, nil
 }
 
@@ -112,4 +122,28 @@ func Unguarded(ctx context.Context, query QueryFunc, oids []uint32) ([]string, e
 		parts[i] = strconv.FormatUint(uint64(o), 10)
 	}
 	return strings1(ctx, query, "unguarded relations", unguardedSQL, "{"+strings.Join(parts, ",")+"}")
+}
+
+// uncarriedSQL lists, of the relations $1, those that hold rows (not views or
+// partitioned parents) and carry no enabled sqlfence_guard_row trigger: the guard
+// cannot compare and stamp the rows the server writes into them for a statement.
+const uncarriedSQL = `
+SELECT c.oid::pg_catalog.regclass::text
+FROM pg_catalog.pg_class c
+WHERE c.oid = ANY ($1::text::pg_catalog.oid[]) AND c.relkind NOT IN ('v', 'p')
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard_row' AND t.tgenabled <> 'D')
+ORDER BY 1`
+
+// Uncarried returns the relations of oids that hold rows and have no enabled guard
+// row trigger.
+func Uncarried(ctx context.Context, query QueryFunc, oids []uint32) ([]string, error) {
+	if len(oids) == 0 {
+		return nil, nil
+	}
+	parts := make([]string, len(oids))
+	for i, o := range oids {
+		parts[i] = strconv.FormatUint(uint64(o), 10)
+	}
+	return strings1(ctx, query, "relations without the guard's row trigger", uncarriedSQL, "{"+strings.Join(parts, ",")+"}")
 }

@@ -116,7 +116,7 @@ const notAlwaysSQL = `
 SELECT 'trigger ' || quote_ident(g.tgname) || ' on ' || g.tgrelid::regclass::text || ' (' ||
        CASE g.tgenabled WHEN 'D' THEN 'disabled' WHEN 'R' THEN 'replica sessions only' ELSE 'origin sessions only' END || ')'
 FROM pg_trigger g
-WHERE g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch') AND g.tgenabled <> 'A'
+WHERE g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch', 'sqlfence_guard_row') AND g.tgenabled <> 'A'
 UNION ALL
 SELECT 'event trigger ' || quote_ident(e.evtname) || ' (' ||
        CASE e.evtenabled WHEN 'D' THEN 'disabled' WHEN 'R' THEN 'replica sessions only' ELSE 'origin sessions only' END || ')'

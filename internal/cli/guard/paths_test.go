@@ -520,6 +520,7 @@ func TestGuardAfterSnapshot(t *testing.T) {
 	t.Parallel()
 	db, raw := pathsFixture(t, pathsPolicy+"resolve: catalog\n")
 	ctx := t.Context()
+	olderGuard(t, raw)
 	if _, err := raw.Exec(ctx, `CREATE FUNCTION tally() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$;
 		CREATE FUNCTION zero_stock() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN 1; END $$;`); err != nil {
 		t.Fatal(err)
@@ -575,7 +576,8 @@ func TestGuardAfterSnapshot(t *testing.T) {
 // TestGuardRuleResidual pins the documented limit: a rule fired by a statement the
 // driver fenced, writing a table that statement also fences, is not told apart from
 // the statement's own write (its write to another protected table is: TestGuardPaths).
-// Without resolve: catalog nothing refuses it; with it, the driver does.
+// Without resolve: catalog nothing refuses it; with it, the statement carries its
+// epoch and the guard fences the rule's rows too (a stale epoch fails the statement).
 func TestGuardRuleResidual(t *testing.T) {
 	t.Parallel()
 	const stmt = "UPDATE inventory SET quantity = 5 WHERE sku = $1"
@@ -593,8 +595,15 @@ func TestGuardRuleResidual(t *testing.T) {
 		}
 		_, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), stmt, "bolt")
 		switch {
-		case resolve && !errors.Is(err, sqlfence.ErrRefused):
-			t.Errorf("resolve: catalog: %v, want the driver's ErrRefused", err)
+		case resolve && err != nil:
+			t.Errorf("resolve: catalog: %v, want the rule's delete fenced and applied", err)
+		case resolve:
+			if got := protectedRows(t, raw); !strings.HasPrefix(got, "bolt 5 1 9 |") {
+				t.Errorf("rows: %s; want bolt updated and widget deleted under epoch 9", got)
+			}
+			if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 8), stmt, "bolt"); !errors.Is(err, sqlfence.ErrFenced) {
+				t.Errorf("resolve: catalog, stale epoch: %v, want ErrFenced", err)
+			}
 		case !resolve && err != nil:
 			t.Errorf("without resolve: catalog: %v; the documented limit is that it passes", err)
 		case !resolve:
@@ -627,5 +636,15 @@ func TestGuardEpochAfterTriggers(t *testing.T) {
 	}
 	if after := protectedRows(t, raw); after != before {
 		t.Errorf("protected rows changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// olderGuard makes the installed guard one that does not fence the server's writes
+// (an installation older than the carried epoch): the driver keeps refusing the
+// statements that fire them.
+func olderGuard(t *testing.T, raw *pgx.Conn) {
+	t.Helper()
+	if _, err := raw.Exec(t.Context(), "DROP FUNCTION sqlfence.guard_row() CASCADE"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,6 +19,7 @@ func TestGuardServerReading(t *testing.T) {
 	t.Parallel()
 	db, raw := pathsFixture(t, pathsPolicy+"resolve: catalog\n")
 	ctx := t.Context()
+	olderGuard(t, raw) // the driver's own reading (TestGuardCarriesEpoch: with a guard that carries)
 	if _, err := raw.Exec(ctx, `
 		ALTER TABLE inventory ADD COLUMN shadow bigint NOT NULL DEFAULT 0;
 		CREATE VIEW stock_shadow AS SELECT sku, quantity, shadow AS writer_epoch FROM inventory;

@@ -15,15 +15,30 @@ import (
 // audit's catalog.go, in PL/pgSQL, so that the printed script runs with psql alone.
 // guardSetupSQL installs the guard; install_guard finds the relations to guard with
 // pgcatalog.RelationsSQL, the query resolve: catalog and audit use.
+// CarriesTag is in the row trigger's function: a connector fences the writes the
+// server makes on a statement's behalf (triggers, foreign-key actions, rules,
+// functions) only where the guard installed carries it (pgcatalog.Version); it
+// refuses those statements under an older guard.
+const CarriesTag = pgcatalog.GuardCarriesTag
+
 var guardSetupSQL = strings.NewReplacer(
 	"{{relations}}", pgcatalog.RelationsSQL("p_schema", "p_name", "p_epoch_column"),
 	"{{mark}}", guardmark.NameSQL("rel.name"),
 	"{{parentmark}}", guardmark.NameSQL("c.relname"),
 	"{{childmark}}", guardmark.NameSQL("c.relname"),
+	"{{upmark}}", guardmark.NameSQL("c.relname"),
 	"{{prefix}}", sqlident.Literal(guardmark.Prefix),
 	"{{prefixlen}}", strconv.Itoa(len(guardmark.Prefix)),
 	"{{versionprefix}}", sqlident.Literal(guardmark.Prefix+guardmark.VersionMark),
+	"{{carryprefix}}", sqlident.Literal(guardmark.CarryPrefix),
+	"{{carried}}", sqlident.Literal(guardmark.CarriedMark),
+	"{{claimmark}}", sqlident.Literal(guardmark.ClaimMark),
+	"{{strict}}", sqlident.Literal(string(guardmark.Strict)),
+	"{{repeatable}}", sqlident.Literal(string(guardmark.Repeatable)),
+	"{{claimcheck}}", sqlident.Literal(string(guardmark.ClaimCheck)),
+	"{{carries}}", CarriesTag,
 	"{{versionlock}}", strconv.Itoa(pgcatalog.VersionLock),
+	"{{versionmark}}", sqlident.Literal(guardmark.VersionMark),
 ).Replace(guardSetupTemplate)
 
 const guardSetupTemplate = `
@@ -147,7 +162,8 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'SF005',
         MESSAGE = format('sqlfence guard: %s on %I.%I rejected: the catalog changed since the sqlfence driver decided the statement (catalog version %s, now %s)',
             op, tschema, tname,
-            substr(split_part(substr(current_query(), {{prefixlen}} + 1), ' ', 1), 2),
+            (SELECT substr(w, 2) FROM unnest(string_to_array(split_part(substr(current_query(), {{prefixlen}} + 1), '*/', 1), ' ')) w
+             WHERE starts_with(w, '@') LIMIT 1),
             pg_sequence_last_value('sqlfence.catalog_version'::regclass)),
         DETAIL = 'DDL made since (a trigger, rule, partition, view, foreign key or function) may change what the statement writes; the driver decided it without seeing that DDL.',
         HINT = 'Nothing was written. The driver reads the catalog again before its next statement: retry the statement (inside a transaction, roll back and retry the transaction).';
@@ -204,6 +220,7 @@ CREATE OR REPLACE FUNCTION sqlfence.guard() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
     ctx pg_catalog.text;
+    words pg_catalog.text[];
 BEGIN
     -- The marker names what the driver fenced and starts, from a connector under
     -- resolve: catalog, with "@N": the catalog version the statement was decided on,
@@ -225,6 +242,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF pg_catalog.starts_with(pg_catalog.current_query(), {{prefix}})
+       AND NOT pg_catalog.starts_with(pg_catalog.current_query(), {{carryprefix}})
        AND pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
        AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
        AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on'
@@ -234,6 +252,29 @@ BEGIN
             OR pg_catalog.starts_with(pg_catalog.current_query(), pg_catalog.textcat(pg_catalog.textcat({{versionprefix}},
                pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text), ' '))) THEN
         RETURN NULL;
+    END IF;
+    -- The carried form ("=E @N names +name:checks ..."): a statement that carries its
+    -- epoch for the writes the server makes on its behalf. Its catalog version (the
+    -- second word, always there) must be current; then the statement's own write passes
+    -- as above, and a write of any depth, by a trigger, a foreign-key action, a rule
+    -- or a function, passes when the marker carries the epoch for this relation: the
+    -- row trigger sqlfence.guard_row compares and stamps each of its rows. TRUNCATE
+    -- has no rows to compare.
+    IF pg_catalog.starts_with(pg_catalog.current_query(), {{carryprefix}})
+       AND pg_catalog.current_setting('sqlfence.fenced', true) OPERATOR(pg_catalog.=) 'on' THEN
+        words := pg_catalog.string_to_array(pg_catalog.split_part(
+            pg_catalog.substr(pg_catalog.current_query(), {{prefixlen}} + 1), '*/', 1), ' ');
+        IF words[2] OPERATOR(pg_catalog.=) pg_catalog.textcat({{versionmark}},
+               pg_catalog.pg_sequence_last_value('sqlfence.catalog_version'::pg_catalog.regclass)::pg_catalog.text)
+           AND (pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.=) 1
+                AND pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.=) 0
+                AND TG_ARGV[0] OPERATOR(pg_catalog.=) ANY (words)
+                OR TG_OP OPERATOR(pg_catalog.<>) 'TRUNCATE'
+                AND pg_catalog.textcat(pg_catalog.textcat({{carried}}, TG_ARGV[0]), ':') OPERATOR(pg_catalog.=) ANY (
+                    SELECT pg_catalog.substr(w, 1, pg_catalog.length(TG_ARGV[0]) OPERATOR(pg_catalog.+) 2)
+                    FROM pg_catalog.unnest(words) w)) THEN
+            RETURN NULL;
+        END IF;
     END IF;
     PERFORM sqlfence.guard_reject(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         pg_catalog.strpos(ctx, E'\n') OPERATOR(pg_catalog.>) 0);
@@ -272,9 +313,19 @@ BEGIN
        AND NOT starts_with(q, {{versionprefix}} || pg_sequence_last_value('sqlfence.catalog_version'::regclass)::text || ' ') THEN
         PERFORM sqlfence.guard_stale(op, tschema, tname);
     END IF;
+    IF driver AND starts_with(q, {{carryprefix}})
+       AND split_part(split_part(substr(q, {{prefixlen}} + 1), '*/', 1), ' ', 2) <> {{versionmark}} || pg_sequence_last_value('sqlfence.catalog_version'::regclass)::text THEN
+        PERFORM sqlfence.guard_stale(op, tschema, tname);
+    END IF;
     IF NOT driver THEN
         why := 'the session did not come through the sqlfence driver';
         hint := 'Write through the sqlfence driver under an epoch. ' || hint;
+    ELSIF starts_with(q, {{carryprefix}}) AND op = 'TRUNCATE' THEN
+        why := 'the statement carries its epoch for the writes the server makes on its behalf, but a TRUNCATE has no rows to compare with it';
+        hint := format('Do not truncate %s from a trigger or function; delete its rows with a statement of its own under an epoch. ', rel) || hint;
+    ELSIF starts_with(q, {{carryprefix}}) THEN
+        why := format('the statement carries its epoch for the writes the server makes on its behalf, but not for %s: the sqlfence driver did not see that the statement writes it (a trigger, rule, foreign key or function made since it read the catalog, or a partition or child reached through another name)', rel);
+        hint := 'The driver reads the catalog again before its next statement: retry the statement. ' || hint;
     ELSIF pg_trigger_depth() > 1 THEN
         why := format('the write was made by a trigger or a foreign-key action (trigger depth %s), where no epoch reaches', pg_trigger_depth() - 1);
         hint := format('Write %s with a statement of its own through the sqlfence driver under an epoch: make a foreign key into it NO ACTION or RESTRICT and write the rows it would cascade to explicitly; do not write it from a trigger. ', rel) || hint;
@@ -322,6 +373,114 @@ BEGIN
 END
 $fn$;
 
+-- Row trigger, BEFORE INSERT, UPDATE and DELETE on every protected table (not on a
+-- partitioned parent: its partitions carry their own), fired only for a statement in
+-- the carried form (its WHEN clause: one prefix test). The statement trigger has let
+-- the write through: the driver's own write, or one the server makes for the statement
+-- and for which the marker carries the epoch. A carried relation's rows are compared
+-- with the epoch, as the driver's fence compares the rows it writes — strict: the
+-- row's epoch must be below it, repeatable: not above it — and the claim is checked
+-- when the marker says so; a stale row fails the whole statement (SQLSTATE SF101,
+-- SF110 or SF102, the driver's fence codes, which it reports as such), and every row
+-- written is stamped with the epoch. TG_ARGV[0] is the epoch column, the rest the
+-- names the driver's marker may give this relation under: its own, then those of its
+-- parents.
+CREATE OR REPLACE FUNCTION sqlfence.guard_row() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+-- {{carries}}
+DECLARE
+    words text[] := string_to_array(split_part(substr(current_query(), {{prefixlen}} + 1), '*/', 1), ' ');
+    checks text;
+    epoch bigint;
+    stored bigint;
+    claim text[];
+    claim_rel regclass;
+    claim_key text;
+    claim_col text;
+    key_type text;
+    claim_epoch bigint;
+    i int;
+BEGIN
+    FOR i IN 1 .. TG_NARGS - 1 LOOP
+        SELECT substr(w, length(TG_ARGV[i]) + 3) INTO checks FROM unnest(words) w
+        WHERE starts_with(w, {{carried}} || TG_ARGV[i] || ':') LIMIT 1;
+        EXIT WHEN checks IS NOT NULL;
+    END LOOP;
+    IF checks IS NULL THEN
+        -- Not carried: the statement's own write (the driver fenced it), or one made
+        -- under an override; anything else reached this relation through a name the
+        -- driver did not carry the epoch for.
+        IF words && TG_ARGV[1:TG_NARGS - 1] OR sqlfence.active_override() IS NOT NULL THEN
+            RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = 'SF001',
+            MESSAGE = format('sqlfence guard: %s on %I.%I rejected: the statement carries its epoch, but not for %I.%I (a partition or child written through another name, or a trigger, rule, foreign key or function the driver did not see)',
+                TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_TABLE_SCHEMA, TG_TABLE_NAME),
+            HINT = 'Nothing was written. The driver reads the catalog again before its next statement: retry the statement; write partitions and children by the name the policy protects.';
+    END IF;
+    IF current_setting('sqlfence.fenced', true) IS DISTINCT FROM 'on' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF001',
+            MESSAGE = format('sqlfence guard: %s on %I.%I rejected: the session did not come through the sqlfence driver', TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    END IF;
+    epoch := substr(words[1], 2)::bigint;
+    IF TG_OP <> 'INSERT' THEN
+        stored := (to_jsonb(OLD) ->> TG_ARGV[0])::bigint;
+        IF stored > epoch OR stored = epoch AND strpos(checks, {{strict}}) > 0 THEN
+            RAISE EXCEPTION USING ERRCODE = CASE WHEN stored = epoch THEN 'SF110' ELSE 'SF101' END,
+                SCHEMA = TG_TABLE_SCHEMA, TABLE = TG_TABLE_NAME, COLUMN = TG_ARGV[0],
+                MESSAGE = format('sqlfence guard: %s on %I.%I fenced: a row the server wrote for the statement (a trigger, rule, foreign-key action or function) holds epoch %s, %s the statement''s epoch %s',
+                    TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, stored, CASE WHEN stored = epoch THEN 'equal to (strict mode)' ELSE 'above' END, epoch),
+                DETAIL = format('stored epoch %s, statement epoch %s', stored, epoch),
+                HINT = 'Nothing was written: the whole statement failed.';
+        END IF;
+    END IF;
+    IF strpos(checks, {{claimcheck}}) > 0 THEN
+        SELECT string_to_array(substr(w, 2), {{claimmark}}) INTO claim FROM unnest(words) w WHERE starts_with(w, {{claimmark}}) LIMIT 1;
+        IF claim IS NOT NULL AND cardinality(claim) = 4 THEN
+            claim_rel := to_regclass(convert_from(decode(claim[1], 'hex'), 'UTF8'));
+            claim_key := convert_from(decode(claim[2], 'hex'), 'UTF8');
+            claim_col := convert_from(decode(claim[3], 'hex'), 'UTF8');
+            SELECT format_type(a.atttypid, a.atttypmod) INTO key_type FROM pg_attribute a
+            WHERE a.attrelid = claim_rel AND a.attname = claim_key AND a.attnum > 0 AND NOT a.attisdropped;
+        END IF;
+        IF key_type IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'SF001',
+                MESSAGE = format('sqlfence guard: %s on %I.%I rejected: the statement carries a claim check the guard cannot read', TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+        END IF;
+        EXECUTE format('SELECT %I FROM %s WHERE %I = CAST($1 AS %s) FOR KEY SHARE', claim_col, claim_rel, claim_key, key_type)
+            INTO claim_epoch USING convert_from(decode(claim[4], 'hex'), 'UTF8');
+        IF claim_epoch IS DISTINCT FROM epoch THEN
+            RAISE EXCEPTION USING ERRCODE = 'SF102',
+                SCHEMA = TG_TABLE_SCHEMA, TABLE = TG_TABLE_NAME, COLUMN = TG_ARGV[0],
+                MESSAGE = format('sqlfence guard: %s on %I.%I fenced: the claim the statement runs under was superseded (%s holds epoch %s for the job, the statement %s)',
+                    TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, claim_rel, coalesce(claim_epoch::text, 'no row'), epoch),
+                DETAIL = format('stored epoch %s, statement epoch %s', coalesce(claim_epoch::text, 'none'), epoch),
+                HINT = 'Nothing was written: the whole statement failed.';
+        END IF;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN jsonb_populate_record(NEW, jsonb_build_object(TG_ARGV[0], epoch));
+END
+$fn$;
+
+-- guard_rows puts (or puts again) the row trigger on one relation that holds rows:
+-- marks are the names the driver's marker gives it or its parents.
+CREATE OR REPLACE FUNCTION sqlfence.guard_rows(rel oid, epoch_column text, marks text[])
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = rel AND g.tgname = 'sqlfence_guard_row') THEN
+        EXECUTE format('DROP TRIGGER sqlfence_guard_row ON %s', rel::regclass);
+    END IF;
+    EXECUTE format('CREATE TRIGGER sqlfence_guard_row BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
+        'WHEN (pg_catalog.starts_with(pg_catalog.current_query(), %L)) EXECUTE FUNCTION sqlfence.guard_row(%s)',
+        rel::regclass, {{carryprefix}},
+        array_to_string(ARRAY(SELECT quote_literal(m) FROM unnest(epoch_column || marks) m), ', '));
+END
+$fn$;
+
 -- guard_statements puts (or puts again) the statement trigger on one relation: rel's
 -- writes pass only as the driver's statements fenced for mark (its name in the
 -- driver's marker); inserts too when guard_insert.
@@ -356,7 +515,7 @@ DECLARE
     t name;
 BEGIN
     FOR t IN SELECT g.tgname FROM pg_trigger g
-             WHERE g.tgrelid = rel AND g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch') AND g.tgenabled <> 'A'
+             WHERE g.tgrelid = rel AND g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch', 'sqlfence_guard_row') AND g.tgenabled <> 'A'
              ORDER BY 1
     LOOP
         EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', rel::regclass, t);
@@ -395,6 +554,14 @@ BEGIN
             EXECUTE format('CREATE TRIGGER sqlfence_guard_epoch AFTER UPDATE ON %1$s FOR EACH ROW '
                 'WHEN ((NEW.%2$I < OLD.%2$I) IS NOT FALSE) '
                 'EXECUTE FUNCTION sqlfence.guard_epoch(%3$L)', r.oid::regclass, p_epoch_column, p_epoch_column);
+        END IF;
+        IF r.relkind <> 'p' THEN
+            PERFORM sqlfence.guard_rows(r.oid, p_epoch_column, ARRAY(
+                WITH RECURSIVE up (oid, d) AS (
+                    SELECT r.oid, 0
+                    UNION
+                    SELECT i.inhparent, up.d + 1 FROM pg_inherits i JOIN up ON i.inhrelid = up.oid)
+                SELECT {{upmark}} FROM up JOIN pg_class c ON c.oid = up.oid ORDER BY up.d));
         END IF;
         PERFORM sqlfence.guard_always(r.oid);
         relation := r.oid::regclass::text;
@@ -441,6 +608,8 @@ const guardDropSQL = `DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_ddl;
 DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_drop;
 DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_guard trigger
 DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
+DROP FUNCTION IF EXISTS sqlfence.guard_row() CASCADE;    -- and every sqlfence_guard_row trigger
+DROP FUNCTION IF EXISTS sqlfence.guard_rows(oid, text, text[]);
 DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
 DROP FUNCTION IF EXISTS sqlfence.guard_statements(oid, text, text, boolean);
 DROP FUNCTION IF EXISTS sqlfence.guard_always(oid);
