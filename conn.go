@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
@@ -118,7 +119,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		if c.enf.observing {
 			c.enf.noteError(ctx, err, query, epoch)
 		}
-		return nil, err
+		return nil, c.parseRefused(ctx, query, err)
 	case d.Act() == engine.ActRewrite:
 		send = d.SQL()
 	}
@@ -138,6 +139,16 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	// every prepared statement is wrapped, so that it is decided again when the
 	// snapshot changes (stmt.bind).
 	return &stmt{inner: s, conn: c, enf: c.enf, d: d, query: query}, nil
+}
+
+// parseRefused is the refusal err, or the server's own error for text neither reads
+// (parsed.go).
+func (c *conn) parseRefused(ctx context.Context, query string, err error) error {
+	var pc *pgconn.PgConn
+	if x := pgxConnOf(c.inner); x != nil {
+		pc = x.PgConn()
+	}
+	return parseRefused(ctx, pc, query, err)
 }
 
 // decision is conn's way to a decision: engine.Lookup, with the connection's own memo
@@ -302,7 +313,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	call, err := c.enf.bind(ctx, d, query, args, c.params != nil)
 	if err != nil {
-		return nil, err
+		return nil, c.parseRefused(ctx, query, err)
 	}
 	res, err := execer.ExecContext(ctx, call.Send, c.extended(call.args))
 	if err != nil {
@@ -341,7 +352,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	call, err := c.enf.bind(ctx, d, query, args, false)
 	if err != nil {
-		return nil, err
+		return nil, c.parseRefused(ctx, query, err)
 	}
 	rows, err := queryer.QueryContext(ctx, call.Send, c.extended(call.args))
 	if err != nil {

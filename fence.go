@@ -10,10 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
@@ -69,6 +72,8 @@ type fence struct {
 	// checks, reads and kept count the fingerprints read, the full reads of the
 	// catalog, and those that found the rows in use (for tests and benchmarks).
 	checks, reads, kept atomic.Int64
+	// checkedAt: when the catalog version was last read (versionCheck).
+	checkedAt atomic.Int64
 	// claimsKnown: every unqualified claim table's schema is known (claimschema.go).
 	claimsKnown atomic.Bool
 	// dial opens a fresh connection of the inner connector for reading the catalog
@@ -157,12 +162,28 @@ func (f *fence) Ready(ctx context.Context, q front.Querier, idle bool) error {
 	return nil
 }
 
-// due reports whether catalog_refresh asks for a new read: only where the database
-// has no catalog version, so that DDL of other sessions is seen within the period.
+// due reports whether catalog_refresh asks for a new read, where the database has no
+// catalog version, so that DDL of other sessions is seen within the period; or,
+// where it has one, whether versionCheck has passed since the version was last read.
 func (f *fence) due() bool {
 	p := f.current().policy
-	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && time.Now().UnixNano()-f.readAt.Load() >= int64(p.CatalogRefresh)
+	now := time.Now().UnixNano()
+	if p.CatalogVersion > 0 {
+		return now-f.checkedAt.Load() >= int64(versionCheck)
+	}
+	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && now-f.readAt.Load() >= int64(p.CatalogRefresh)
 }
+
+// versionCheck is how often, at most, a connector reads the catalog version again
+// where the database has one, before a statement: one query (on a fresh connection
+// for the database/sql connector). The version moves with every DDL statement the
+// event triggers see, and the guard refuses what was decided before it (SF005); the
+// read finds what they cannot see — the event triggers disabled, dropped, or no
+// longer enabled always, DDL made meanwhile (their rows changed), or the guard's
+// trigger disabled on a protected table — and reads the catalog again, which then
+// says what is missing (SF524). So DDL that moved no version is seen within
+// versionCheck.
+const versionCheck = time.Second
 
 // catchUp reads the catalog again over a fresh connection when the front gives one.
 // With a catalog version, a version that has not moved keeps the snapshot (the
@@ -213,12 +234,14 @@ func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
 	}
 	if cur.CatalogVersion > 0 {
 		f.stale.Store(false)
+		start := time.Now().UnixNano()
 		v, err := pgcatalog.Version(ctx, q)
 		if err != nil {
 			f.stale.Store(true)
 			return err
 		}
-		if v.Installed() && v.Version == cur.CatalogVersion {
+		if v.Same(cur.CatalogRead) {
+			f.checkedAt.Store(start)
 			return nil
 		}
 	}
@@ -262,6 +285,7 @@ func (f *fence) reloadAt(ctx context.Context, q front.Querier, start int64) erro
 		return catalogError(err)
 	}
 	f.readAt.Store(start)
+	f.checkedAt.Store(start)
 	f.fingerprint = p.CatalogFingerprint
 	if f.resolved && p.SameCatalog(f.current().policy) {
 		f.kept.Add(1)
@@ -288,9 +312,7 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 			server = engine.ServerVersionNum(status("server_version"))
 		}
 		if server < engine.ParserVersion {
-			if d := f.current().eng.Decide(query).OnServer(server); d.Act() == engine.ActRefuse && d.Refusal().Code == rulecode.ServerVersion {
-				err = publicError(d.Refusal().ForStatement(query, 0))
-			}
+			err = olderServer(f.current().eng.Decide(query), server, query)
 		}
 	}
 	if err == nil {
@@ -300,6 +322,25 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 		e.emit(ctx, Event{Outcome: OutcomeRefuse, Statement: query, Err: err}, false) // refused in shadow mode too
 	}
 	return err
+}
+
+// olderServer refuses, for a front that binds the parser's decision d (pgxfence),
+// a statement that a server of version server reads otherwise: its refusal there,
+// or SF706 when that reading would be sent otherwise. Where both readings pass, the
+// text goes as it is, and means on that server what that server's reading passed.
+func olderServer(d *engine.Decision, server int, query string) *Error {
+	od := d.OnServer(server)
+	switch {
+	case od == d:
+		return nil
+	case od.Act() == engine.ActRefuse:
+		return publicError(od.Refusal().ForStatement(query, 0))
+	case od.Act() == engine.ActPass && d.Act() == engine.ActPass:
+		return nil
+	}
+	return publicError(&engine.Error{Kind: engine.KindRefused, Code: rulecode.ServerVersion, Statement: query, Table: od.TableNames(),
+		Reason: "this connection's server (version " + strconv.Itoa(server/10000) + ") reads the statement otherwise than sqlfence's parser (PostgreSQL 17's grammar) — a word that is a keyword to the parser is an identifier or a function name there — and pgxfence fences a statement as the parser reads it",
+		Fix:    "use the registered driver \"sqlfence\" (database/sql), which fences the statement as the server reads it, or write it without the newer keyword"})
 }
 
 func (f *fence) Bind(ctx context.Context, query string, args []any, def *engine.Defaults) (front.Call, error) {
@@ -325,6 +366,10 @@ func (f *fence) Bind(ctx context.Context, query string, args []any, def *engine.
 		c.Args = append(c.Args, b.Claim.Key())
 	}
 	return c, nil
+}
+
+func (f *fence) ParseRefused(ctx context.Context, pc *pgconn.PgConn, query string, err error) error {
+	return parseRefused(ctx, pc, query, err)
 }
 
 func (f *fence) Check(ctx context.Context, q front.Querier, c *front.Call, affected int64) error {

@@ -56,9 +56,10 @@ func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, 
 // once per statement or batch, and returns the session's defaults. Ready runs every
 // time, not only before the first statement: it reads the catalog again when the
 // guard refused a statement decided on an older catalog version (SF005) or
-// catalog_refresh's period passed, so that another session's DDL (a trigger, a rule,
-// a partition, a dropped epoch column) reaches this pool's decisions; when nothing
-// is due it costs two atomic loads. Not while this connection's own DDL is
+// catalog_refresh's period passed (with a catalog version: the version is read again
+// every versionCheck), so that another session's DDL (a trigger, a rule, a
+// partition, a dropped epoch column) reaches this pool's decisions; when nothing is
+// due it costs a few atomic loads. Not while this connection's own DDL is
 // uncommitted (t.pending): the snapshot Changed read on it follows that DDL.
 func (fe *fence) usable(ctx context.Context, t target) (*engine.Defaults, error) {
 	def, err := fe.session(ctx, t)
@@ -99,6 +100,9 @@ func (fe *fence) bind(ctx context.Context, t target, def *engine.Defaults, sql s
 		return c, nil, err // the text the server runs, on the server this is
 	}
 	if c, err = fe.f.Bind(ctx, sql, args, def); err != nil {
+		if t.conn != nil {
+			err = fe.f.ParseRefused(ctx, t.conn.PgConn(), sql, err)
+		}
 		return c, nil, err
 	}
 	if err := optionFree(c, kind); err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -79,6 +80,10 @@ type Policy struct {
 	// before the snapshot, 0 without one; fenced texts carry it in the guard's
 	// marker, and the guard refuses them once DDL has moved it on.
 	CatalogVersion int64
+	// CatalogRead is the version as Resolve read it, with the event triggers' state:
+	// a connector compares it with a later read to tell whether DDL may have escaped
+	// the version (pgcatalog.CatalogVersion.Same).
+	CatalogRead pgcatalog.CatalogVersion
 	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
 	// keeps other sessions' DDL from reaching the fence (catalogMissing).
 	CatalogMissing string

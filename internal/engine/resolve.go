@@ -125,6 +125,7 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	}
 	r := p.withTables(extra).withSnapshot(snap, protected)
 	r.CatalogMissing = missing
+	r.CatalogRead = ver
 	if missing == "" {
 		r.CatalogVersion = ver.Version
 	}
@@ -142,7 +143,7 @@ func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVer
 	case ver.Version == 0:
 		return "the database has no catalog version (schema sqlfence, installed with the guard)", nil
 	case !ver.Triggers:
-		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing or disabled", nil
+		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing, disabled, or not enabled always (a trigger enabled plainly does not fire for DDL made with session_replication_role = replica)", nil
 	case !ver.Guard:
 		return "the guard installed is older than this sqlfence and does not compare catalog versions", nil
 	}
@@ -155,7 +156,7 @@ func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVer
 	if err != nil || len(bare) == 0 {
 		return "", err
 	}
-	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed)", nil
+	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed), or its trigger sqlfence_guard there is disabled or not enabled always", nil
 }
 
 // Findings are what the catalog holds that makes the engine refuse writes whose text
