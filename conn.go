@@ -72,7 +72,7 @@ func (c *conn) usable(ctx context.Context, query string) error {
 	// claim tables' schemas at connect, on pgx), and a fake or go-sqlmock connection
 	// must see only the application's statements.
 	if c.cn != nil && !c.ddlPending && c.cn.base.ResolveCatalog {
-		return c.cn.readyOn(ctx, connQuerier(c.inner), c.idle())
+		return c.cn.Ready(ctx, connQuerier(c.inner), c.idle())
 	}
 	return nil
 }

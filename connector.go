@@ -111,7 +111,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			ic.Close()
 			return nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
 		}
-		if err := c.Ready(ctx, queryerQuerier(q)); err != nil {
+		if err := c.Ready(ctx, queryerQuerier(q), false); err != nil {
 			ic.Close()
 			return nil, err
 		}

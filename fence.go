@@ -133,12 +133,10 @@ func (f *fence) current() *enforcer { return f.enforcer.Load() }
 // Ready reads the catalog before the first statement, and again before a statement
 // when it may have changed: the guard said so (stale), or, where the database has no
 // catalog version, catalog_refresh has passed. Otherwise it costs two atomic loads.
-func (f *fence) Ready(ctx context.Context, q front.Querier) error { return f.readyOn(ctx, q, false) }
-
-// readyOn is Ready; idle says that q's session is outside a transaction, so that a
-// statement on it sees every committed change: catalog_refresh then asks it whether
-// the catalog changed, rather than a new connection.
-func (f *fence) readyOn(ctx context.Context, q front.Querier, idle bool) error {
+// idle says that q's session is outside a transaction, so that a statement on it
+// sees every committed change: catalog_refresh then asks it whether the catalog
+// changed, rather than a new connection.
+func (f *fence) Ready(ctx context.Context, q front.Querier, idle bool) error {
 	// The claim tables' schemas, read on the first session, until every one is known.
 	if !f.claimsKnown.Load() {
 		known, err := f.cfg.claims.resolve(ctx, q, f.base)

@@ -158,10 +158,7 @@ func (b *batch) readAll() {
 func (b *batch) explain(i int, tag pgconn.CommandTag, err error) error {
 	c := &b.calls[i]
 	if err != nil {
-		if c.Claim != nil || c.Carried {
-			return b.fe.f.ClaimError(b.ctx, b.t.querier(b.fe), c, err)
-		}
-		return err
+		return b.fe.refused(b.ctx, b.t, c, err)
 	}
 	return b.fe.after(b.ctx, b.t, c, tag, c.Returning() || writeTag(tag))
 }

@@ -34,7 +34,11 @@ func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Id
 		return 0, err
 	}
 	if !c.Fenced {
-		return t.run.CopyFrom(ctx, table, columns, src)
+		n, err := t.run.CopyFrom(ctx, table, columns, src)
+		if err != nil {
+			err = fe.refused(ctx, t, &c, err)
+		}
+		return n, err
 	}
 	tables := c.D.Tables()
 	if len(tables) != 1 {
@@ -44,7 +48,11 @@ func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Id
 	cols := append(append(make([]string, 0, len(columns)+1), columns...), tables[0].EpochColumn)
 	stamped := &stampSource{src: src, epoch: c.Epoch}
 	if c.Claim == nil {
-		return t.run.CopyFrom(ctx, table, cols, stamped)
+		n, err := t.run.CopyFrom(ctx, table, cols, stamped)
+		if err != nil {
+			err = fe.refused(ctx, t, &c, err)
+		}
+		return n, err
 	}
 	// Under a claim: hold the claim row for the copy's transaction.
 	run := t.run
@@ -64,7 +72,14 @@ func (fe *fence) copyFrom(ctx context.Context, t target, inTx bool, table pgx.Id
 		return 0, err // the claim was superseded: ErrFenced, nothing copied
 	}
 	n, err := run.CopyFrom(ctx, table, cols, stamped)
-	if err != nil || tx == nil {
+	if err != nil {
+		// The guard's word only: the claim was checked under its lock above, and the
+		// copy's transaction has failed, so nothing more is read on it.
+		cc := c
+		cc.Claim = nil
+		return n, fe.refused(ctx, lt, &cc, err)
+	}
+	if tx == nil {
 		return n, err
 	}
 	return n, tx.Commit(ctx)

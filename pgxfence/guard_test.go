@@ -78,6 +78,11 @@ func TestGuard(t *testing.T) {
 		t.Fatalf("literal epoch under the guard: %v", err)
 	}
 	sent := f.tr.take()
+	// The guard's SF001 to CopyFrom had the catalog version read again first (it
+	// had not moved: the snapshot stays).
+	if len(sent) == 2 && strings.Contains(sent[0], "sqlfence.catalog_version") {
+		sent = sent[1:]
+	}
 	if len(sent) != 1 || !strings.Contains(sent[0], "writer_epoch = 9223372036854775807::bigint") || strings.Contains(sent[0], "$1") {
 		t.Fatalf("sent %q", sent)
 	}

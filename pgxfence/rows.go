@@ -53,10 +53,7 @@ func (r *rows) finish() {
 	r.finished = true
 	r.inner.Close()
 	if err := r.inner.Err(); err != nil {
-		r.err = err
-		if r.c.Claim != nil || r.c.Carried {
-			r.err = r.fe.f.ClaimError(r.ctx, r.t.querier(r.fe), &r.c, err)
-		}
+		r.err = r.fe.refused(r.ctx, r.t, &r.c, err)
 	} else {
 		tag := r.inner.CommandTag()
 		// With RETURNING the tag counts the rows written; EXPLAIN ANALYZE's does not.

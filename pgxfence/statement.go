@@ -53,17 +53,31 @@ func (fe *fence) prepare(ctx context.Context, t target, sql string, args []any, 
 }
 
 // usable checks the session (session.go) and readies the fence (resolve: catalog),
-// once per statement or batch, and returns the session's defaults.
+// once per statement or batch, and returns the session's defaults. Ready runs every
+// time, not only before the first statement: it reads the catalog again when the
+// guard refused a statement decided on an older catalog version (SF005) or
+// catalog_refresh's period passed (with a catalog version: the version is read again
+// every versionCheck), so that another session's DDL (a trigger, a rule, a
+// partition, a dropped epoch column) reaches this pool's decisions; when nothing is
+// due it costs a few atomic loads. Not while this connection's own DDL is
+// uncommitted (t.pending): the snapshot Changed read on it follows that DDL.
 func (fe *fence) usable(ctx context.Context, t target) (*engine.Defaults, error) {
 	def, err := fe.session(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	// Every statement: Ready reads the catalog again when the guard said it changed
-	// (SF005), when catalog_refresh has passed, or, with a catalog version, when it
-	// is time to read the version again; otherwise it costs a few atomic loads.
-	if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
-		return nil, err
+	status := byte('I')
+	if t.conn != nil {
+		status = t.conn.PgConn().TxStatus()
+	}
+	// In a failed transaction the server runs nothing but its end, and a catalog
+	// read there would fail in the end's place: the next statement after it reads.
+	if (t.pending == nil || !*t.pending) && status != 'E' {
+		// Outside a transaction a statement sees every committed change, so
+		// catalog_refresh's fingerprint is read on the connection itself.
+		if err := fe.f.Ready(ctx, t.querier(fe), status == 'I'); err != nil {
+			return nil, err
+		}
 	}
 	return def, nil
 }
@@ -144,13 +158,18 @@ func (fe *fence) exec(ctx context.Context, t target, sql string, args []any) (pg
 	}
 	tag, err := t.run.Exec(ctx, c.Send, send...)
 	if err != nil {
-		if c.Claim != nil || c.Carried {
-			cc := c // on the heap only on this path (the Fence is an interface)
-			err = fe.f.ClaimError(ctx, t.querier(fe), &cc, err)
-		}
-		return tag, err
+		cc := c // on the heap only on this path (the Fence is an interface)
+		return tag, fe.refused(ctx, t, &cc, err)
 	}
 	return tag, fe.after(ctx, t, &c, tag, true)
+}
+
+// refused is the server's error for c as the application gets it: every one goes
+// through ClaimError, which reads a superseded claim and has the catalog read again
+// when the guard says it changed (SF005, SF001): without that, a pool would be
+// refused by the guard statement after statement on a catalog it never re-reads.
+func (fe *fence) refused(ctx context.Context, t target, c *front.Call, err error) error {
+	return fe.f.ClaimError(ctx, t.querier(fe), c, err)
 }
 
 // after runs, once a statement's results are read, the checks of a fenced write

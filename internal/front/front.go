@@ -9,12 +9,12 @@
 //
 //	chk, def, err := f.Session(ctx, q, pc) // once per new session, before anything else
 //	err = chk()                            // before each later statement, when chk is not nil
-//	f.Ready(ctx, q)                        // before each statement: resolve: catalog, read when stale
+//	f.Ready(ctx, q, idle)                  // before each statement: resolve: catalog, read when stale
 //	err := f.Usable(ctx, status, sql)      // each text the server runs: the session reads it as sqlfence parses it
 //	c, err := f.Bind(ctx, sql, args, def)  // what to send: c.Send with c.Args, or an error
 //	err = f.ParseRefused(ctx, pc, sql, err) // when Bind refused: the server's own parse error
 //	…send c.Send with c.Args…
-//	err = f.ClaimError(ctx, q, &c, err)      // when the server refused it
+//	err = f.ClaimError(ctx, q, &c, err)      // when the server refused it (every time)
 //	err = f.Check(ctx, q, &c, rowsAffected)  // after it ran, when c.NeedsCheck
 //	err = f.Changed(ctx, q, c.D.Catalog())   // after it ran, when it changed the catalog
 //
@@ -61,8 +61,12 @@ type Fence interface {
 	// it has not been read yet. No statement may be decided before it succeeds.
 	// Called before each statement, it also reads the catalog again when it may
 	// have changed (another session's DDL: the guard said so, or catalog_refresh
-	// passed); otherwise it costs two atomic loads.
-	Ready(ctx context.Context, q Querier) error
+	// passed); otherwise it costs two atomic loads. idle says that q's session is
+	// outside a transaction (pgx's TxStatus 'I'): a statement there sees every
+	// committed change, so catalog_refresh asks it whether the catalog moved rather
+	// than reading it in full. Not called while the session's own DDL is
+	// uncommitted (Changed's pending): its own reads follow it.
+	Ready(ctx context.Context, q Querier, idle bool) error
 	// Usable checks, before each statement, that the session's reported settings
 	// (status: the server's ParameterStatus) still read text as sqlfence parses it,
 	// and that its server reads query as sqlfence's parser does. query is the text
@@ -85,8 +89,11 @@ type Fence interface {
 	// (only when c.NeedsCheck): nil, ErrFenced, ErrAlreadyWritten or the check's
 	// failure; a fence cancels the handler (sqlfence.OnFenced).
 	Check(ctx context.Context, q Querier, c *Call, affected int64) error
-	// ClaimError explains the server's refusal of a claim-checked statement: a
-	// superseded claim is ErrFenced; other errors pass unchanged.
+	// ClaimError explains the server's refusal of any statement the front sent: a
+	// superseded claim is ErrFenced; the guard's word that the catalog changed
+	// (SF005, SF001, a column or table gone) has the next Ready read it again, and
+	// SF005 becomes the retryable SF525; other errors pass unchanged. Without a
+	// claim it sends nothing.
 	ClaimError(ctx context.Context, q Querier, c *Call, err error) error
 	// Changed reads the catalog again after a statement that changed it
 	// (eff: c.D.Catalog(), or CatalogTxEnd when a transaction ends).
