@@ -83,8 +83,9 @@ func (g guardScript) applyInstall(ctx context.Context, conn *pgx.Conn, stdout io
 	}
 	fmt.Fprintf(stdout, `%s on these tables now fail unless a statement
 of the sqlfence driver fenced them, or the session ran SELECT sqlfence.override('<reason>')
-in its transaction (logged in sqlfence.override_log). Writes made by triggers, foreign-key
-actions, rules and functions fail, in the driver's sessions too. An UPDATE that lowers an
+in its transaction (logged in sqlfence.override_log). Writes that triggers, foreign-key
+actions, rules and functions make for a statement the driver fenced are compared with the
+epoch it carries and stamped with it; any other such write fails. An UPDATE that lowers an
 epoch fails.
 Remove the guard with: sqlfence guard --drop --apply --dsn ...
 `, ops)

@@ -31,8 +31,10 @@ children and their parents (unqualified policy names: in every schema):
     active or the write is one a statement of the driver fenced: the session
     carries sqlfence.fenced=on (the driver sets it in its startup message) and
     the statement starts with the comment the driver puts before each statement
-    it fences, naming this table; a write made by a trigger, a foreign-key action
-    or a function inside such a statement is still rejected. No extra round trip;
+    it fences, naming this table. A write a trigger, a foreign-key action, a rule
+    or a function makes for such a statement passes only where the driver carried
+    its epoch in the comment: a row trigger compares each row with that epoch and
+    stamps it, or fails the statement as fenced. No extra round trip;
   * rejects an UPDATE that moves a row's epoch backwards, whoever sends it, after
     every BEFORE trigger has run.
 An operator override lasts one transaction, must give a reason, and every statement
