@@ -35,7 +35,7 @@ package sqlfence_test
 //	--! name: sjis-backslash-after-set            starts a case; unique across the files
 //	--! class: text-reading                       one of atkClasses
 //	--! known_hole: client_encoding is not pinned optional: the case fails today (see below)
-//	--! policy: catalog                           optional: default (the default), catalog or none
+//	--! policy: catalog                           optional: default (the default), catalog, none, ddl or catalog-ddl (with ddl: allow)
 //	--! open: driver                              optional: connector (the default) or driver
 //	--! dsn: default_query_exec_mode=simple_protocol  optional: a parameter added to the DSN
 //	--! note: free text                           optional
@@ -157,6 +157,9 @@ claims:
 var atkPolicies = map[string]string{
 	"default": atkBasePolicy,
 	"catalog": atkBasePolicy + "resolve: catalog\n",
+	// ddl and catalog-ddl: a program that migrates through the fenced handle.
+	"ddl":         atkBasePolicy + "ddl: allow\n",
+	"catalog-ddl": atkBasePolicy + "resolve: catalog\nddl: allow\n",
 	// none: resolve: none, the explicit opt-out; its holes are documented, and the
 	// cases under it say which (known_hole).
 	"none": strings.Replace(atkBasePolicy, "catalog_refresh: 1h\n", "resolve: none\n", 1),

@@ -20,6 +20,7 @@ package sqlfence_test
 //	--! policy: catalog             before the first name: the file runs under the policy
 //	                                with resolve: catalog; its texts are then checked on
 //	                                PostgreSQL (what pgx sent, by a tracer), not on the fake
+//	--! policy: catalog ddl         the same, with ddl: allow (what migrations send)
 //	--! name: gorm-has-table        starts a statement; unique across the files
 //	--! source: gorm                optional: who generates it
 //	--! args: ["users", 1]          optional: arguments (integers become int64); strings
@@ -43,6 +44,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +71,7 @@ type benignFile struct {
 	name    string
 	setup   string
 	catalog bool // --! policy: catalog
+	ddl     bool // --! policy: catalog ddl
 	stmts   []*benignStmt
 }
 
@@ -141,8 +144,12 @@ func parseBenign(file, data string) (*benignFile, error) {
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		switch {
 		case key == "policy" && cur == nil:
-			if value != "catalog" {
-				return nil, fmt.Errorf("%s:%d: policy: only catalog is known", file, n)
+			switch value {
+			case "catalog ddl":
+				f.ddl = true
+			case "catalog":
+			default:
+				return nil, fmt.Errorf("%s:%d: policy: only catalog and catalog ddl are known", file, n)
 			}
 			f.catalog = true
 			continue
@@ -309,6 +316,9 @@ func benignOnDB(ctx context.Context, pool *atkPool, f *benignFile) (map[*benignS
 	if f.catalog {
 		policy += "resolve: catalog\n"
 	}
+	if f.ddl {
+		policy += "ddl: allow\n"
+	}
 	p, err := sqlfence.ParsePolicy([]byte(policy), "benign.yaml")
 	if err != nil {
 		return nil, nil, err
@@ -345,8 +355,8 @@ func benignOnDB(ctx context.Context, pool *atkPool, f *benignFile) (map[*benignS
 			_, err = conn.ExecContext(ctx, s.sql, s.args...)
 		}
 		results[s] = ""
-		if got := sent.last(); err == nil && f.catalog && got != s.sql {
-			results[s] = fmt.Sprintf("the server got %q, want the statement as written", got)
+		if err == nil && f.catalog && !sent.sent(s.sql) {
+			results[s] = fmt.Sprintf("the server got %q, want the statement as written", sent.all())
 		}
 		if err != nil {
 			results[s] = atkResult(err)
@@ -489,12 +499,16 @@ func (b *benignTracer) reset() {
 	b.mu.Unlock()
 }
 
-// last is the last text sent: the statement's (sqlfence reads the catalog before it).
-func (b *benignTracer) last() string {
+// sent reports whether text went to the server as it is, among the catalog reads
+// sqlfence makes before a statement (and, after DDL, after it).
+func (b *benignTracer) sent(text string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.sqls) == 0 {
-		return ""
-	}
-	return b.sqls[len(b.sqls)-1]
+	return slices.Contains(b.sqls, text)
+}
+
+func (b *benignTracer) all() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.sqls)
 }

@@ -98,26 +98,28 @@ func code(err error) string {
 	return ""
 }
 
-// TestCatalogNeverStale: DDL made from a second, plain connection while the fenced
-// pool is warm — each class the snapshot judges — reaches every fenced statement
-// after it: no statement without an epoch or with a stale one changes a protected
-// row, whatever the snapshot said; the first statement the change affects fails
-// (the guard: SF005 for a fenced one, retryable as SF525; SF001 for one the old
-// snapshot let through), and the statements after it are decided on the new catalog.
-func TestCatalogNeverStale(t *testing.T) {
-	t.Parallel()
-	const policy = "version: 1\ntables: [inventory, events, ledger]\n"
-	type try struct {
-		epoch int64
-		stmt  string
-		codes []string // any of these; nil: it succeeds
-	}
-	cases := []struct {
-		name  string
-		ddl   string
-		tries []try
-		want  string // the state after
-	}{
+// staleTry is one statement run after another session's DDL, and the codes it may
+// fail with (nil: it succeeds).
+type staleTry struct {
+	epoch int64
+	stmt  string
+	codes []string
+}
+
+// staleCase is one class of DDL the snapshot judges, made by another session while a
+// fenced pool is warm: the statements then run, and the state after.
+type staleCase struct {
+	name  string
+	ddl   string
+	tries []staleTry
+	want  string // the state after
+}
+
+// staleCases are TestCatalogNeverStale's cases, which TestCatalogRefreshNeverStale
+// runs under catalog_refresh too.
+func staleCases() []staleCase {
+	type try = staleTry
+	return []staleCase{
 		{"trigger on an unprotected table writes a protected one",
 			`CREATE FUNCTION restock() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN UPDATE inventory SET quantity = 0; RETURN NEW; END$$;
 			 CREATE TRIGGER notes_restock AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION restock();`,
@@ -167,6 +169,18 @@ func TestCatalogNeverStale(t *testing.T) {
 				{9, "SELECT 1", []string{"SF521"}}},
 			"a:11:6 | 1:5 | 1"},
 	}
+}
+
+// TestCatalogNeverStale: DDL made from a second, plain connection while the fenced
+// pool is warm — each class the snapshot judges — reaches every fenced statement
+// after it: no statement without an epoch or with a stale one changes a protected
+// row, whatever the snapshot said; the first statement the change affects fails
+// (the guard: SF005 for a fenced one, retryable as SF525; SF001 for one the old
+// snapshot let through), and the statements after it are decided on the new catalog.
+func TestCatalogNeverStale(t *testing.T) {
+	t.Parallel()
+	const policy = "version: 1\ntables: [inventory, events, ledger]\n"
+	cases := staleCases()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

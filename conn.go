@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
 
@@ -71,9 +72,16 @@ func (c *conn) usable(ctx context.Context, query string) error {
 	// claim tables' schemas at connect, on pgx), and a fake or go-sqlmock connection
 	// must see only the application's statements.
 	if c.cn != nil && !c.ddlPending && c.cn.base.ResolveCatalog {
-		return c.cn.Ready(ctx, connQuerier(c.inner))
+		return c.cn.readyOn(ctx, connQuerier(c.inner), c.idle())
 	}
 	return nil
+}
+
+// idle reports whether the session is outside a transaction (pgx reports it; other
+// drivers do not, and count as in one): a statement there sees every committed change.
+func (c *conn) idle() bool {
+	pc := pgxConnOf(c.inner)
+	return pc != nil && pc.PgConn().TxStatus() == 'I'
 }
 
 var (
@@ -111,7 +119,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		if c.enf.observing {
 			c.enf.noteError(ctx, err, query, epoch)
 		}
-		return nil, err
+		return nil, c.parseRefused(ctx, query, err)
 	case d.Act() == engine.ActRewrite:
 		send = d.SQL()
 	}
@@ -131,6 +139,16 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	// every prepared statement is wrapped, so that it is decided again when the
 	// snapshot changes (stmt.bind).
 	return &stmt{inner: s, conn: c, enf: c.enf, d: d, query: query}, nil
+}
+
+// parseRefused is the refusal err, or the server's own error for text neither reads
+// (parsed.go).
+func (c *conn) parseRefused(ctx context.Context, query string, err error) error {
+	var pc *pgconn.PgConn
+	if x := pgxConnOf(c.inner); x != nil {
+		pc = x.PgConn()
+	}
+	return parseRefused(ctx, pc, query, err)
 }
 
 // decision is conn's way to a decision: engine.Lookup, with the connection's own memo
@@ -295,7 +313,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	call, err := c.enf.bind(ctx, d, query, args, c.params != nil)
 	if err != nil {
-		return nil, err
+		return nil, c.parseRefused(ctx, query, err)
 	}
 	res, err := execer.ExecContext(ctx, call.Send, c.extended(call.args))
 	if err != nil {
@@ -334,7 +352,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	call, err := c.enf.bind(ctx, d, query, args, false)
 	if err != nil {
-		return nil, err
+		return nil, c.parseRefused(ctx, query, err)
 	}
 	rows, err := queryer.QueryContext(ctx, call.Send, c.extended(call.args))
 	if err != nil {

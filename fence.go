@@ -10,10 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 	"github.com/sqlfence/sqlfence/internal/front"
@@ -61,6 +64,16 @@ type fence struct {
 	ready  atomic.Bool
 	stale  atomic.Bool
 	readAt atomic.Int64
+	// fingerprint is the catalog's fingerprint (pgcatalog.Fingerprint) read before the
+	// last read of the catalog, "" when it was read without one; under resolveMu.
+	// catalog_refresh compares it with the catalog's of the moment and reads the
+	// catalog again only when they differ (catchUp).
+	fingerprint string
+	// checks, reads and kept count the fingerprints read, the full reads of the
+	// catalog, and those that found the rows in use (for tests and benchmarks).
+	checks, reads, kept atomic.Int64
+	// checkedAt: when the catalog version was last read (versionCheck).
+	checkedAt atomic.Int64
 	// claimsKnown: every unqualified claim table's schema is known (claimschema.go).
 	claimsKnown atomic.Bool
 	// dial opens a fresh connection of the inner connector for reading the catalog
@@ -120,7 +133,12 @@ func (f *fence) current() *enforcer { return f.enforcer.Load() }
 // Ready reads the catalog before the first statement, and again before a statement
 // when it may have changed: the guard said so (stale), or, where the database has no
 // catalog version, catalog_refresh has passed. Otherwise it costs two atomic loads.
-func (f *fence) Ready(ctx context.Context, q front.Querier) error {
+func (f *fence) Ready(ctx context.Context, q front.Querier) error { return f.readyOn(ctx, q, false) }
+
+// readyOn is Ready; idle says that q's session is outside a transaction, so that a
+// statement on it sees every committed change: catalog_refresh then asks it whether
+// the catalog changed, rather than a new connection.
+func (f *fence) readyOn(ctx context.Context, q front.Querier, idle bool) error {
 	// The claim tables' schemas, read on the first session, until every one is known.
 	if !f.claimsKnown.Load() {
 		known, err := f.cfg.claims.resolve(ctx, q, f.base)
@@ -140,43 +158,96 @@ func (f *fence) Ready(ctx context.Context, q front.Querier) error {
 	if !f.stale.Load() && !f.due() {
 		return nil // another connection read it meanwhile
 	}
-	if err := f.catchUp(ctx, q); err != nil {
+	if err := f.catchUp(ctx, q, idle); err != nil {
 		return fmt.Errorf("sqlfence: the catalog may have changed, and reading it again failed, so the statement was not sent: %w", err)
 	}
 	return nil
 }
 
-// due reports whether catalog_refresh asks for a new read: only where the database
-// has no catalog version, so that DDL of other sessions is seen within the period.
+// due reports whether catalog_refresh asks for a new read, where the database has no
+// catalog version, so that DDL of other sessions is seen within the period; or,
+// where it has one, whether versionCheck has passed since the version was last read.
 func (f *fence) due() bool {
 	p := f.current().policy
-	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && time.Now().UnixNano()-f.readAt.Load() >= int64(p.CatalogRefresh)
+	now := time.Now().UnixNano()
+	if p.CatalogVersion > 0 {
+		return now-f.checkedAt.Load() >= int64(versionCheck)
+	}
+	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && now-f.readAt.Load() >= int64(p.CatalogRefresh)
 }
+
+// versionCheck is how often, at most, a connector reads the catalog version again
+// where the database has one, before a statement: one query (on a fresh connection
+// for the database/sql connector). The version moves with every DDL statement the
+// event triggers see, and the guard refuses what was decided before it (SF005); the
+// read finds what they cannot see — the event triggers disabled, dropped, or no
+// longer enabled always, DDL made meanwhile (their rows changed), or the guard's
+// trigger disabled on a protected table — and reads the catalog again, which then
+// says what is missing (SF524). So DDL that moved no version is seen within
+// versionCheck.
+const versionCheck = time.Second
 
 // catchUp reads the catalog again over a fresh connection when the front gives one.
 // With a catalog version, a version that has not moved keeps the snapshot (the
-// guard's SF001 may have had nothing to do with DDL).
-func (f *fence) catchUp(ctx context.Context, q front.Querier) error {
-	if f.dial != nil {
-		dq, done, err := f.dial(ctx)
+// guard's SF001 may have had nothing to do with DDL). Where catalog_refresh's period
+// alone asks for it, a fingerprint that has not moved keeps it: one query, on q
+// itself when idle (outside a transaction, so it sees every committed change), the
+// snapshot, the decision cache and every connection's memo untouched.
+func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
+	cur := f.current().policy
+	start := time.Now().UnixNano()
+	var done func()
+	defer func() {
+		if done != nil {
+			done()
+		}
+	}()
+	dial := func() error {
+		if f.dial == nil || done != nil {
+			return nil
+		}
+		dq, d, err := f.dial(ctx)
 		if err != nil {
 			return err
 		}
-		defer done()
-		q = dq
+		q, done = dq, d
+		return nil
 	}
-	if cur := f.current().policy; cur.CatalogVersion > 0 {
+	if !f.stale.Load() && cur.CatalogVersion == 0 && cur.CatalogRefresh > 0 {
+		if !idle {
+			if err := dial(); err != nil {
+				return err
+			}
+		}
+		// A fingerprint that cannot be read (a role denied a catalog) is no answer:
+		// the catalog is read in full, as without one.
+		f.checks.Add(1)
+		if got, err := pgcatalog.Fingerprint(ctx, q); err == nil {
+			if got == f.fingerprint {
+				f.readAt.Store(start)
+				return nil
+			}
+		}
+	}
+	// The snapshot is read on a fresh connection: outside the application's
+	// transaction and free of its session's settings, as the first was.
+	if err := dial(); err != nil {
+		return err
+	}
+	if cur.CatalogVersion > 0 {
 		f.stale.Store(false)
+		start := time.Now().UnixNano()
 		v, err := pgcatalog.Version(ctx, q)
 		if err != nil {
 			f.stale.Store(true)
 			return err
 		}
-		if v.Installed() && v.Version == cur.CatalogVersion {
+		if v.Same(cur.CatalogRead) {
+			f.checkedAt.Store(start)
 			return nil
 		}
 	}
-	return f.reload(ctx, q)
+	return f.reloadAt(ctx, q, start)
 }
 
 // refresh reads the catalog again through q, after DDL through the driver, and
@@ -188,9 +259,18 @@ func (f *fence) refresh(ctx context.Context, q front.Querier) error {
 }
 
 func (f *fence) reload(ctx context.Context, q front.Querier) error {
+	return f.reloadAt(ctx, q, time.Now().UnixNano())
+}
+
+// reloadAt reads the catalog and swaps in an enforcer for it, unless it found the
+// rows the enforcer in use was made from: then that one, its decision cache and the
+// connections' memos stay (decisions depend on nothing else). start is when the
+// read was asked for: catalog_refresh's period counts from it.
+func (f *fence) reloadAt(ctx context.Context, q front.Querier, start int64) error {
 	// Cleared first: the guard's word that arrives during the read is kept.
 	f.stale.Store(false)
-	start := time.Now().UnixNano()
+	f.fingerprint = ""
+	f.reads.Add(1)
 	p, err := engine.Resolve(ctx, q, f.base)
 	var ce *engine.CatalogError
 	if err != nil && f.base.Enforce == engine.EnforceShadow && errors.As(err, &ce) {
@@ -207,6 +287,12 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 		return catalogError(err)
 	}
 	f.readAt.Store(start)
+	f.checkedAt.Store(start)
+	f.fingerprint = p.CatalogFingerprint
+	if f.resolved && p.SameCatalog(f.current().policy) {
+		f.kept.Add(1)
+		return nil
+	}
 	e := newEnforcer(p, f.cfg)
 	if old := f.enforcer.Swap(e); old != nil {
 		st := old.eng.Stats()
@@ -228,9 +314,7 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 			server = engine.ServerVersionNum(status("server_version"))
 		}
 		if server < engine.ParserVersion {
-			if d := f.current().eng.Decide(query).OnServer(server); d.Act() == engine.ActRefuse && d.Refusal().Code == rulecode.ServerVersion {
-				err = publicError(d.Refusal().ForStatement(query, 0))
-			}
+			err = olderServer(f.current().eng.Decide(query), server, query)
 		}
 	}
 	if err == nil {
@@ -240,6 +324,25 @@ func (f *fence) Usable(ctx context.Context, status func(string) string, query st
 		e.emit(ctx, Event{Outcome: OutcomeRefuse, Statement: query, Err: err}, false) // refused in shadow mode too
 	}
 	return err
+}
+
+// olderServer refuses, for a front that binds the parser's decision d (pgxfence),
+// a statement that a server of version server reads otherwise: its refusal there,
+// or SF706 when that reading would be sent otherwise. Where both readings pass, the
+// text goes as it is, and means on that server what that server's reading passed.
+func olderServer(d *engine.Decision, server int, query string) *Error {
+	od := d.OnServer(server)
+	switch {
+	case od == d:
+		return nil
+	case od.Act() == engine.ActRefuse:
+		return publicError(od.Refusal().ForStatement(query, 0))
+	case od.Act() == engine.ActPass && d.Act() == engine.ActPass:
+		return nil
+	}
+	return publicError(&engine.Error{Kind: engine.KindRefused, Code: rulecode.ServerVersion, Statement: query, Table: od.TableNames(),
+		Reason: "this connection's server (version " + strconv.Itoa(server/10000) + ") reads the statement otherwise than sqlfence's parser (PostgreSQL 17's grammar) — a word that is a keyword to the parser is an identifier or a function name there — and pgxfence fences a statement as the parser reads it",
+		Fix:    "use the registered driver \"sqlfence\" (database/sql), which fences the statement as the server reads it, or write it without the newer keyword"})
 }
 
 func (f *fence) Bind(ctx context.Context, query string, args []any, def *engine.Defaults) (front.Call, error) {
@@ -265,6 +368,10 @@ func (f *fence) Bind(ctx context.Context, query string, args []any, def *engine.
 		c.Args = append(c.Args, b.Claim.Key())
 	}
 	return c, nil
+}
+
+func (f *fence) ParseRefused(ctx context.Context, pc *pgconn.PgConn, query string, err error) error {
+	return parseRefused(ctx, pc, query, err)
 }
 
 func (f *fence) Check(ctx context.Context, q front.Querier, c *front.Call, affected int64) error {

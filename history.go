@@ -187,6 +187,17 @@ func earlyCommitError(s pgcatalog.Session) *Error {
 		Fix: "remove the setting where it comes from: the DSN's options (-c synchronous_commit=…), a role or database default (ALTER ROLE … RESET synchronous_commit, ALTER DATABASE … RESET synchronous_commit), or the server's configuration, whose default must be on, remote_apply or remote_write"}
 }
 
+// replicationRoleError is the refusal of a session whose session_replication_role
+// is not origin, from whatever set it.
+func replicationRoleError(s pgcatalog.Session) *Error {
+	return &Error{Kind: ErrRefused, Code: rulecode.ReplicationRole,
+		Reason: "the session's session_replication_role is " + s.ReplicationRole + " (a startup parameter, a role or database default, or the server's configuration): " +
+			"in replica mode ordinary triggers, rules and foreign-key actions do not fire, so a statement does something else than sqlfence decided from the catalog, " +
+			"and a database guard whose triggers are not enabled always does not check it; so no statement runs on this session",
+		Fix: "remove the setting where it comes from: the DSN's options (-c session_replication_role=…), a role or database default (ALTER ROLE … IN DATABASE … RESET session_replication_role, ALTER DATABASE … RESET session_replication_role), or the server's configuration; " +
+			"replication tools that need replica mode connect without sqlfence"}
+}
+
 // Session is front.Fence.Session: one query on a new session, before its first
 // statement (and before the catalog is read on it).
 func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (func() error, *engine.Defaults, error) {
@@ -206,8 +217,8 @@ func (f *fence) Session(ctx context.Context, q front.Querier, conn *pgx.Conn) (f
 	}, def, nil
 }
 
-// session reads where q's server stands, its synchronous_commit and the defaults
-// of its pinned settings, and judges the first two. The check it returns is nil
+// session reads where q's server stands, its synchronous_commit, its session_replication_role and the defaults
+// of its pinned settings, and judges the first three. The check it returns is nil
 // where nothing is to be checked per statement (a standby, an unknown timeline); the
 // defaults are what each statement's resets are judged against (Decision.InSession).
 // conn is q's pgx connection (nil on another driver): a fresh connector first reads
@@ -220,6 +231,11 @@ func (f *fence) session(ctx context.Context, q front.Querier, conn *pgx.Conn) (*
 	}
 	if !s.Standby && s.EarlyCommit() {
 		e := earlyCommitError(s)
+		f.refused(ctx, e)
+		return nil, nil, e
+	}
+	if s.NotOrigin() {
+		e := replicationRoleError(s)
 		f.refused(ctx, e)
 		return nil, nil, e
 	}

@@ -21,6 +21,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 const (
@@ -226,7 +227,7 @@ func statementShape(q string) string {
 		h.Write([]byte(q))
 		return fmt.Sprintf("%016x", h.Sum64())
 	}
-	scan, err := pg.Scan(q)
+	scan, err := pgquery.Scan(q)
 	if err != nil {
 		h.Write([]byte(q))
 		return fmt.Sprintf("%016x", h.Sum64())

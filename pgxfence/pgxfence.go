@@ -22,9 +22,8 @@ import (
 // for the policy, and the connections' default exec mode (read once: pgx's
 // Config() copies the whole configuration).
 type fence struct {
-	f     front.Fence
-	ready atomic.Bool // Ready succeeded: resolve: catalog has been read
-	mode  pgx.QueryExecMode
+	f    front.Fence
+	mode pgx.QueryExecMode
 	// key names this fence's record of each connection's session in the
 	// connection's PgConn.CustomData (session.go): unique to the fence, so that two
 	// fences over one pool each check a connection against their own history.

@@ -59,11 +59,11 @@ func (fe *fence) usable(ctx context.Context, t target) (*engine.Defaults, error)
 	if err != nil {
 		return nil, err
 	}
-	if !fe.ready.Load() {
-		if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
-			return nil, err
-		}
-		fe.ready.Store(true)
+	// Every statement: Ready reads the catalog again when the guard said it changed
+	// (SF005), when catalog_refresh has passed, or, with a catalog version, when it
+	// is time to read the version again; otherwise it costs a few atomic loads.
+	if err := fe.f.Ready(ctx, t.querier(fe)); err != nil {
+		return nil, err
 	}
 	return def, nil
 }
@@ -86,6 +86,9 @@ func (fe *fence) bind(ctx context.Context, t target, def *engine.Defaults, sql s
 		return c, nil, err // the text the server runs, on the server this is
 	}
 	if c, err = fe.f.Bind(ctx, sql, args, def); err != nil {
+		if t.conn != nil {
+			err = fe.f.ParseRefused(ctx, t.conn.PgConn(), sql, err)
+		}
 		return c, nil, err
 	}
 	if err := optionFree(c, kind); err != nil {

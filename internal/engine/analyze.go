@@ -61,10 +61,11 @@ type Decision struct {
 
 	catalog CatalogEffect // how the statement changes what resolve: catalog read
 
-	// minServer is the lowest server_version_num that reads the statement as the
-	// parser did (0: any), minWhat the construct that needs it (versions.go).
-	minServer int
-	minWhat   string
+	// older are the decisions for how older servers read the statement, where that
+	// differs from the parser's reading (versions.go); reading is the text a
+	// decision for such a reading was made for (claimVariant analyses it again).
+	older   []olderReading
+	reading string
 
 	// resets are the pinned settings the text returns to the session's default, and
 	// resetHow the statement that does it first (defaults.go).
@@ -161,6 +162,22 @@ func analyzeWith(policy *Policy, sql string, cc *ClaimCheck) *Decision {
 // that, with wantPlan, also returns the plan that decides the texts of the same shape
 // (shape.go) when the statement passes or is rewritten; nil otherwise.
 func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *ClaimCheck, wantPlan bool) (d *Decision, plan *shapePlan) {
+	if scanned == nil && len(sql) <= MaxStatementBytes && strings.IndexByte(sql, 0) < 0 {
+		scanned, _ = pgtree.ScanTokens(sql, nil) // on an error analyzeText scans again and refuses
+	}
+	d, plan = analyzeText(policy, sql, scanned, cc, wantPlan)
+	if scanned != nil {
+		if older := olderReadings(policy, sql, scanned, cc); older != nil {
+			// A decision by shape would hold no older readings: every text of this
+			// shape has the same keywords, and takes the analysis.
+			d.older, plan = older, nil
+		}
+	}
+	return d, plan
+}
+
+// analyzeText is analyzeShaped as the parser reads sql, on servers of its version.
+func analyzeText(policy *Policy, sql string, scanned []pgtree.Token, cc *ClaimCheck, wantPlan bool) (d *Decision, plan *shapePlan) {
 	if len(sql) > MaxStatementBytes {
 		return &Decision{act: ActRefuse, refusal: refuse(rulecode.TooLarge, nil,
 			fmt.Sprintf("statement is %d bytes, more than the %d sqlfence parses", len(sql), MaxStatementBytes),
@@ -201,13 +218,12 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
 	claim := claimWrite(policy, tree)
-	need, needWhat := serverNeeds(scanned, tree)
 	if len(writes) == 0 {
 		resets, how := resetsOf(tree)
 		if claim != nil {
 			return &Decision{act: ActClaim, claimTable: claim, resets: resets, resetHow: how}, nil
 		}
-		d = &Decision{act: ActPass, minServer: need, minWhat: needWhat, resets: resets, resetHow: how}
+		d = &Decision{act: ActPass, resets: resets, resetHow: how}
 		if policy.RereadsCatalog() {
 			d.catalog = catalogEffectOf(tree)
 		}
@@ -247,15 +263,14 @@ func analyzeShaped(policy *Policy, sql string, scanned []pgtree.Token, cc *Claim
 	if len(r.edits) == 0 {
 		// Every write is fenced by an edit; none means the statement writes nothing
 		// (a MERGE whose only clause is WHEN NOT MATCHED THEN DO NOTHING).
-		return &Decision{act: ActPass, minServer: need, minWhat: needWhat}, nil
+		return &Decision{act: ActPass}, nil
 	}
 	out := guardMarker(r.tables, policy.CatalogVersion) + applyEdits(sql, r.toks, r.edits, nil)
 	if e := verify(tree, out); e != nil {
 		e.Table = writes[0].table.QualifiedName.String()
 		return &Decision{act: ActRefuse, refusal: e}, nil
 	}
-	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil,
-		minServer: need, minWhat: needWhat}
+	d = &Decision{act: ActRewrite, sql: out, epochParam: int(r.param), tables: r.tables, zeroRows: r.top, checked: cc != nil}
 	if wantPlan && cc == nil {
 		plan = newShapePlan(sql, r.toks, tree, d, r.edits)
 	}

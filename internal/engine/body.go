@@ -12,6 +12,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -122,7 +123,7 @@ func plpgsqlStatement(q string, mode int) string {
 	case 2:
 		return "SELECT " + q
 	case 3, 4, 5:
-		scan, err := pg.Scan(q)
+		scan, err := pgquery.Scan(q)
 		if err != nil {
 			return ""
 		}

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
-
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // TestParserBoundsDeepLevels: the shapes that crashed the process under the old
@@ -120,7 +119,7 @@ func TestRewriteAtTheLimit(t *testing.T) {
 		},
 	} {
 		within := func(n int) bool {
-			scan, err := pg.Scan(gen(n))
+			scan, err := pgquery.Scan(gen(n))
 			if err != nil {
 				t.Fatal(err)
 			}

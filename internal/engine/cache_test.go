@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // protectedSpellings are statements PostgreSQL resolves to a protected table or a
@@ -83,7 +83,7 @@ func TestProtectedSpellings(t *testing.T) {
 // touchesProtected is the oracle: what the full parse says.
 func touchesProtected(t *testing.T, p *Policy, q string) bool {
 	t.Helper()
-	tree, err := pg.Parse(q)
+	tree, err := pgquery.Parse(q)
 	if err != nil {
 		return false
 	}

@@ -118,6 +118,9 @@ func (d *Decision) claimVariant(policy *Policy, query string, cc *ClaimCheck) *D
 	if v, ok := m.Load(cc.spec); ok {
 		return v.(*Decision)
 	}
+	if d.reading != "" {
+		query = d.reading // an older server's reading (versions.go)
+	}
 	v := analyzeWith(policy, query, cc)
 	if v.act == ActRefuse && v.refusal != nil {
 		v.refusal = v.refusal.ForStatement("", 0)

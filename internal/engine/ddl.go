@@ -63,8 +63,8 @@ func admitDDL(p *Policy, n *pg.Node) *Error {
 			}
 		}
 	case *pg.Node_ViewStmt:
-		if t := readsProtected(p, s.ViewStmt.Query); t != nil {
-			return refuseFenceDDL(t, "a view over a protected table (writes through it would reach the table under another name)")
+		if t := readsProtected(p, s.ViewStmt.Query); t != nil && writableView(s.ViewStmt.Query) {
+			return refuseFenceDDL(t, "a view over a protected table that PostgreSQL can write through (writes through it would reach the table under another name)")
 		}
 	case *pg.Node_CreateFunctionStmt:
 		return admitRoutine(p, s.CreateFunctionStmt)
@@ -98,7 +98,9 @@ func admitDDL(p *Policy, n *pg.Node) *Error {
 		return refuseCodeDDL("CREATE CAST")
 	case *pg.Node_CreateEventTrigStmt, *pg.Node_AlterEventTrigStmt:
 		return refuseCodeDDL("an event trigger")
-	case *pg.Node_CreateTransformStmt, *pg.Node_CreatePlangStmt, *pg.Node_LoadStmt, *pg.Node_CreateExtensionStmt,
+	case *pg.Node_CreateExtensionStmt:
+		return admitExtension(s.CreateExtensionStmt) // extensions.go
+	case *pg.Node_CreateTransformStmt, *pg.Node_CreatePlangStmt, *pg.Node_LoadStmt,
 		*pg.Node_AlterExtensionStmt, *pg.Node_AlterExtensionContentsStmt, *pg.Node_CreateOpClassStmt,
 		*pg.Node_AlterOpFamilyStmt, *pg.Node_CreateConversionStmt:
 		return refuseCodeDDL(statementKind(n))
@@ -240,6 +242,30 @@ func cascadingKeys(t *Table, root protoreflect.Message) *Error {
 // cascades reports whether a foreign-key action letter writes the referencing rows:
 // c cascade, n set null, d set default (a no action, r restrict only check).
 func cascades(action string) bool { return action == "c" || action == "n" || action == "d" }
+
+// writableView reports whether PostgreSQL may write through a view whose query is q
+// without a trigger or rule: its automatically updatable views. A view is not one
+// when its query, at the top level, is a set operation or has a WITH, DISTINCT,
+// GROUP BY, HAVING, LIMIT or OFFSET, or reads anything but exactly one table or view
+// (a join, several FROM items, a subquery, a function, or none); the server then
+// refuses every INSERT, UPDATE, DELETE and MERGE through it. Only an INSTEAD OF
+// trigger or an INSTEAD rule on the view can make it writable, and each is judged
+// when it is created (CREATE TRIGGER, CREATE RULE): its function or actions must
+// write no protected table. A view whose query is anything else is taken as
+// writable: aggregates in the select list, which also keep a view from being
+// updatable, are not told from other calls here.
+func writableView(q *pg.Node) bool {
+	sel := q.GetSelectStmt()
+	switch {
+	case sel == nil:
+		return true
+	case sel.Op != pg.SetOperation_SETOP_NONE, sel.WithClause != nil, len(sel.DistinctClause) > 0,
+		len(sel.GroupClause) > 0, sel.HavingClause != nil, sel.LimitCount != nil, sel.LimitOffset != nil,
+		len(sel.FromClause) != 1:
+		return false
+	}
+	return sel.FromClause[0].GetRangeVar() != nil
+}
 
 // readsProtected returns a protected table the query reads, if any.
 func readsProtected(p *Policy, q *pg.Node) *Table {

@@ -1,10 +1,61 @@
-// Extension functions in everyday use: pgcrypto's hashes and ciphers, pg_trgm's
-// similarity, uuid-ossp's generators, judged by what they are rather than refused as
-// unreadable C.
+// Extensions shipped with PostgreSQL: which ones a fenced connection may create under
+// `ddl: allow`, and their functions in everyday use — pgcrypto's hashes and ciphers,
+// pg_trgm's similarity, uuid-ossp's generators — judged by what they are rather than
+// refused as unreadable C.
 
 package engine
 
-import "github.com/sqlfence/sqlfence/internal/pgcatalog"
+import (
+	"sort"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/rulecode"
+	"github.com/sqlfence/sqlfence/internal/sqlident"
+)
+
+// shippedExtensions are the extensions of PostgreSQL's own contrib tree that CREATE
+// EXTENSION may install on a fenced connection under `ddl: allow`. Each was reviewed
+// for what its install script and its objects do: the script only creates types,
+// functions, operators, casts on its own types, operator classes and index or
+// table-sampling methods — it writes no table, adds no trigger, rule or event
+// trigger, changes no setting — and no function it creates writes a table or runs
+// SQL text. None requires another extension, so CASCADE installs nothing more. What
+// the extension then puts in the catalog is read like any other object (resolve:
+// catalog): its C functions marked IMMUTABLE or STABLE at their marking, its
+// VOLATILE ones only when reviewed below (reviewedExtensions), every operator by its
+// function. The control and script files are the server's, which only whoever
+// administers its file system can change.
+//
+// Left out on purpose: dblink and postgres_fdw (they run SQL on another connection,
+// which may be this database's, out of the fence's sight), tablefunc and xml2 (they
+// run SQL text they are given), refint, lo, tcn and the other trigger modules (their
+// functions are triggers that write or delete rows), pg_surgery and pageinspect
+// (they change or read heap pages directly), and the rest, which applications
+// rarely create at run time.
+var shippedExtensions = nameSet("pgcrypto", "uuid-ossp", "citext", "hstore", "pg_trgm", "fuzzystrmatch",
+	"unaccent", "btree_gin", "btree_gist", "cube", "intarray", "isn", "ltree", "seg", "bloom",
+	"tsm_system_rows", "tsm_system_time")
+
+// admitExtension judges CREATE EXTENSION under `ddl: allow`: one PostgreSQL ships and
+// sqlfence reviewed runs as written, IF NOT EXISTS or not; any other is refused,
+// IF NOT EXISTS included — when another session drops the extension first, the
+// statement runs its install script, whose effect sqlfence cannot read.
+func admitExtension(c *pg.CreateExtensionStmt) *Error {
+	if shippedExtensions[c.Extname] {
+		return nil
+	}
+	names := make([]string, 0, len(shippedExtensions))
+	for n := range shippedExtensions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return refuse(rulecode.CodeDDL, nil, "CREATE EXTENSION "+sqlident.Quote(c.Extname)+
+		" runs an install script whose effect on protected tables sqlfence cannot read (IF NOT EXISTS too: if another session drops the extension first, the script runs), so it is not run on a fenced connection even with `ddl: allow`; the extensions shipped with PostgreSQL that sqlfence reviewed are "+strings.Join(names, ", "),
+		"create the extension as a reviewed migration outside the driver")
+}
 
 // reviewedExtensions are, per extension, its functions reviewed to compute a value
 // from their arguments (and, for the generators, the server's random source or clock)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // firstSightCases are statements whose every iteration is a shape never seen (the
@@ -56,7 +56,7 @@ func BenchmarkFirstSight(b *testing.B) {
 				}
 				p0 := func() {
 					t := time.Now()
-					if _, err := pg.Parse(q); err != nil {
+					if _, err := pgquery.Parse(q); err != nil {
 						b.Fatal(err)
 					}
 					parse += time.Since(t)

@@ -27,7 +27,9 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 		}
 		switch n := m.(type) {
 		case *pg.FuncCall:
-			err = judgeCall(p, n.Funcname, n.Args, "call")
+			if !p.columnNotation(n) {
+				err = judgeCall(p, n.Funcname, n.Args, "call")
+			}
 		case *pg.ColumnRef:
 			if len(n.Fields) > 1 {
 				err = judgeAttributes(p, n.Fields[len(n.Fields)-1:], false)
@@ -40,6 +42,31 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 		return err == nil
 	})
 	return err
+}
+
+// columnNotation reports whether f, written as a call, cannot call anything: the
+// functional notation for a column, qty(o) for o.qty. PostgreSQL reads a call of an
+// unqualified name with one argument and no decoration (*, DISTINCT, ORDER BY,
+// FILTER, OVER, VARIADIC, a named argument) whose argument is a row as the row's
+// column of that name when it has one, before it looks for a function; with no
+// function of that name at all — no built-in, no user function in any schema, by
+// the server's catalog (resolve: catalog) — it is that column, or an error, or a
+// cast to a type of that name, which the notation x::type reaches as well. The
+// argument is a column reference, the way a row is named (o, o.*, t.col). The
+// argument itself is judged with everything else.
+func (p *Policy) columnNotation(f *pg.FuncCall) bool {
+	if p.catalog == nil || len(f.Funcname) != 1 || len(f.Args) != 1 || f.Args[0].GetColumnRef() == nil ||
+		f.AggStar || f.AggDistinct || len(f.AggOrder) > 0 || f.AggFilter != nil || f.Over != nil || f.FuncVariadic || f.AggWithinGroup {
+		return false
+	}
+	name := f.Funcname[0].GetString_().GetSval()
+	if name == "" || p.MatchFunction("", name) || p.matchSafeFunction("", name) {
+		return false
+	}
+	if _, ok := p.builtinVolatility(name); ok {
+		return false
+	}
+	return len(p.catalog.candidates("", name)) == 0
 }
 
 // judgeAttributes judges the names in column position among fields as the calls

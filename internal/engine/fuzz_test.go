@@ -13,6 +13,7 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -151,7 +152,7 @@ func checkPass(p *Policy, sql string) []string {
 	if !mentionsProtected(p, sql) {
 		return nil
 	}
-	tree, err := pg.Parse(sql)
+	tree, err := pgquery.Parse(sql)
 	if err != nil {
 		return []string{"passed a statement that names a protected table and does not parse: " + err.Error()}
 	}
@@ -213,7 +214,7 @@ func checkDoBlock(p *Policy, s *pg.DoStmt) []string {
 	for strings.Contains(body, tag) {
 		tag = "$f" + tag[1:]
 	}
-	out, err := pg.ParsePlPgSqlToJSON("CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS " + tag + body + tag)
+	out, err := pgquery.ParsePlPgSqlToJSON("CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS " + tag + body + tag)
 	if err != nil {
 		return []string{"passed a DO block that mentions a protected table and does not parse: " + err.Error()}
 	}
@@ -276,7 +277,7 @@ func checkDoBlock(p *Policy, s *pg.DoStmt) []string {
 			}
 			sql = "SELECT " + rhs
 		}
-		tree, err := pg.Parse(sql)
+		tree, err := pgquery.Parse(sql)
 		if err != nil {
 			problems = append(problems, "passed a DO block with an unreadable expression that mentions a protected table: "+e.query)
 			continue
@@ -422,7 +423,7 @@ func (c *fenceChecker) errorf(format string, args ...any) {
 }
 
 func checkRewrite(p *Policy, sql string, d *Decision, cl *fuzzClaim) []string {
-	in, err := pg.Parse(sql)
+	in, err := pgquery.Parse(sql)
 	if err != nil {
 		return []string{"rewrote a statement that does not parse: " + err.Error()}
 	}
@@ -437,7 +438,7 @@ func checkRewrite(p *Policy, sql string, d *Decision, cl *fuzzClaim) []string {
 	if cl != nil {
 		want++ // the claim's key
 	}
-	out, err := pg.Parse(d.sql)
+	out, err := pgquery.Parse(d.sql)
 	if err != nil {
 		return append(c.problems, "the rewritten statement does not parse: "+err.Error())
 	}
@@ -660,7 +661,7 @@ func (c *fenceChecker) row(t *Table, what string, items []*pg.Node, k, ncols int
 // it must be a single read-only SELECT using only the statement's own arguments.
 func (c *fenceChecker) checkClassifier(d *Decision, cl *Classifier) {
 	q := cl.query
-	tree, err := pg.Parse(q)
+	tree, err := pgquery.Parse(q)
 	if err != nil {
 		c.errorf("the 0-row classification query does not parse: %v\n  %s", err, q)
 		return
@@ -715,7 +716,7 @@ func stringConsts(tree *pg.ParseResult) map[string]bool {
 // phrase the rewrite replaces.
 func missingTokens(in, out string) string {
 	toks := func(s string) []string {
-		scan, err := pg.Scan(s)
+		scan, err := pgquery.Scan(s)
 		if err != nil {
 			return nil
 		}
@@ -927,7 +928,7 @@ func seedStatements(t *testing.T) []string {
 }
 
 func variants(sql string) map[string]string {
-	scan, err := pg.Scan(sql)
+	scan, err := pgquery.Scan(sql)
 	if err != nil || len(scan.Tokens) == 0 {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // literalEpochs are the epochs the literal form is tried with: both sides of the
@@ -81,7 +81,7 @@ func TestLiteralParsesAsVerified(t *testing.T) {
 // treeJSON is the parse tree of q without locations.
 func treeJSON(t *testing.T, q string) any {
 	t.Helper()
-	s, err := pg.ParseToJSON(q)
+	s, err := pgquery.ParseToJSON(q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
@@ -241,7 +241,7 @@ func FuzzLiteral(f *testing.F) {
 		if epoch <= 0 {
 			t.Fatalf("literal for epoch %d", epoch)
 		}
-		got, err := pg.ParseToJSON(s)
+		got, err := pgquery.ParseToJSON(s)
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -272,7 +272,7 @@ func checkPlanLiteral(t *testing.T, d *Decision) {
 		case wantOK && (!ok || got != want):
 			t.Fatalf("%s: literal form by plan %q (%v), by its own check %q", d.sql, got, ok, want)
 		case ok && !wantOK:
-			tree, err := pg.ParseToJSON(got)
+			tree, err := pgquery.ParseToJSON(got)
 			if err != nil {
 				t.Fatalf("%s: %v", got, err)
 			}

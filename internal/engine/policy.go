@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sqlfence/sqlfence/internal/pgcatalog"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
@@ -79,9 +80,16 @@ type Policy struct {
 	// before the snapshot, 0 without one; fenced texts carry it in the guard's
 	// marker, and the guard refuses them once DDL has moved it on.
 	CatalogVersion int64
+	// CatalogRead is the version as Resolve read it, with the event triggers' state:
+	// a connector compares it with a later read to tell whether DDL may have escaped
+	// the version (pgcatalog.CatalogVersion.Same).
+	CatalogRead pgcatalog.CatalogVersion
 	// CatalogMissing says, when CatalogVersion is 0 under resolve: catalog, what
 	// keeps other sessions' DDL from reaching the fence (catalogMissing).
 	CatalogMissing string
+	// CatalogFingerprint is the catalog's fingerprint, read before the snapshot where
+	// catalog_refresh will read it again ("" otherwise; pgcatalog.Fingerprint).
+	CatalogFingerprint string
 
 	// The indexes that make Match, which runs for every statement, a map lookup
 	// without allocation.
@@ -91,6 +99,8 @@ type Policy struct {
 	// copy that judges a routine body read from it.
 	catalog *catalogSnapshot
 	judging *bodyJudgment
+	// digest is what Resolve read (catalog_digest.go).
+	digest catalogDigest
 }
 
 // Index builds the indexes Match and MatchFunction use; the root package calls it

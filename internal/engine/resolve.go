@@ -20,6 +20,9 @@ import (
 // foreign-key actions (catalog.go). It returns the policy extended with those
 // relations and that snapshot.
 func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
+	var digest catalogDigest
+	plain := query
+	query = digesting(query, &digest)
 	var extra []Table
 	seen := map[QualifiedName]bool{}
 	for _, t := range p.Tables {
@@ -31,6 +34,13 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	ver, err := pgcatalog.Version(ctx, query)
 	if err != nil {
 		return nil, chk.readError("reading the catalog version", err)
+	}
+	// Where catalog_refresh will read the catalog again, its fingerprint, before the
+	// rest: a later fingerprint equal to it means nothing this read sees has changed
+	// (pgcatalog.Fingerprint). Left out of the digest, which is of what the rest read.
+	var fingerprint string
+	if p.CatalogRefresh > 0 && !ver.Installed() {
+		fingerprint, _ = pgcatalog.Fingerprint(ctx, plain) // "": the first period reads it all
 	}
 	for i := range p.Tables {
 		t := &p.Tables[i]
@@ -115,9 +125,12 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	}
 	r := p.withTables(extra).withSnapshot(snap, protected)
 	r.CatalogMissing = missing
+	r.CatalogRead = ver
 	if missing == "" {
 		r.CatalogVersion = ver.Version
 	}
+	r.digest = digest
+	r.CatalogFingerprint = fingerprint
 	return r, nil
 }
 
@@ -130,7 +143,7 @@ func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVer
 	case ver.Version == 0:
 		return "the database has no catalog version (schema sqlfence, installed with the guard)", nil
 	case !ver.Triggers:
-		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing or disabled", nil
+		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing, disabled, or not enabled always (a trigger enabled plainly does not fire for DDL made with session_replication_role = replica)", nil
 	case !ver.Guard:
 		return "the guard installed is older than this sqlfence and does not compare catalog versions", nil
 	}
@@ -143,7 +156,7 @@ func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVer
 	if err != nil || len(bare) == 0 {
 		return "", err
 	}
-	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed)", nil
+	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed), or its trigger sqlfence_guard there is disabled or not enabled always", nil
 }
 
 // Findings are what the catalog holds that makes the engine refuse writes whose text

@@ -259,7 +259,7 @@ func admitSetConfigCommit(rest []*pg.Node) *Error {
 // guardRoutines are the routines sqlfence guard installs in its schema, sqlfence:
 // override sets sqlfence.override, which lets the guard pass the transaction's writes.
 var guardRoutines = map[string]bool{"override": true, "active_override": true, "guard": true,
-	"guard_reject": true, "guard_epoch": true, "guard_statements": true}
+	"guard_reject": true, "guard_epoch": true, "guard_statements": true, "guard_always": true}
 
 // refuseGuardRoutine refuses a call that may reach one of the guard's routines unless
 // the policy names that routine, schema-qualified, under safe_functions (an operator's

@@ -45,8 +45,6 @@ func shapeable(sql string) bool {
 // shapePlan is a decision in a form that applies to every text of one shape.
 type shapePlan struct {
 	act        Action
-	minServer  int // the decision's (versions.go): keywords are part of the shape
-	minWhat    string
 	pass       *Decision // for ActPass: the decision itself, which holds nothing of the text
 	edits      []edit    // for ActRewrite: the fence, anchored to tokens
 	marker     string    // for ActRewrite: the guard's marker the fenced text starts with
@@ -157,8 +155,7 @@ func edgeClass(c byte) byte {
 // newShapePlan makes the plan for a text the analysis passed (edits nil) or rewrote
 // into d. tree is the text's tree, toks its tokens.
 func newShapePlan(sql string, toks []token, tree *pg.ParseResult, d *Decision, edits []edit) *shapePlan {
-	p := &shapePlan{act: d.act, epochParam: d.epochParam, tables: d.tables, classify: d.zeroRows, edits: slices.Clone(edits),
-		minServer: d.minServer, minWhat: d.minWhat}
+	p := &shapePlan{act: d.act, epochParam: d.epochParam, tables: d.tables, classify: d.zeroRows, edits: slices.Clone(edits)}
 	if d.act == ActPass {
 		p.pass = d
 	} else {
@@ -233,7 +230,7 @@ func (p *shapePlan) derive(sql string, toks []token, runs []listRun) *Decision {
 		starts = make([]int, len(edits))
 	}
 	d := &Decision{act: ActRewrite, sql: p.marker + applyEdits(sql, toks, edits, starts), epochParam: epoch,
-		tables: p.tables, zeroRows: p.classify.forShape(), minServer: p.minServer, minWhat: p.minWhat}
+		tables: p.tables, zeroRows: p.classify.forShape()}
 	if starts != nil {
 		d.fromPlan, d.epochAt = p, epochPositions(p.epochAt, starts, len(p.marker))
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // shapeSeeds are statements where a literal's value decides, or could decide, what
@@ -434,7 +435,7 @@ func reflectValueConstants(tree *pg.ParseResult) []int32 {
 // dropped by a misspelling; and valueConstants finds exactly the constants the
 // table-driven walk finds, over the corpora.
 func TestValueFields(t *testing.T) {
-	tree, err := pg.Parse("SELECT 1")
+	tree, err := pgquery.Parse("SELECT 1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestValueFields(t *testing.T) {
 	}
 	n := 0
 	for _, q := range corpusStatements(t) {
-		tree, err := pg.Parse(q)
+		tree, err := pgquery.Parse(q)
 		if err != nil {
 			continue
 		}
@@ -554,7 +555,7 @@ func TestCatalogEffectCreatesTable(t *testing.T) {
 		`SELECT 1 AS a`:            0,
 		`EXPLAIN ANALYZE SELECT 1`: 0,
 	} {
-		tree, err := pg.Parse(q)
+		tree, err := pgquery.Parse(q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,11 +1,21 @@
 // Server versions: the parser reads PostgreSQL 17's grammar, the server may be older.
-// Constructs the newer grammar reads as nodes of their own are, on an older server,
-// plain function calls, where a user function of that name runs: a decision holds
-// only on servers whose grammar reads the construct as the parser does.
+// An older grammar differs from the parser's in its keywords: a word that became a
+// keyword later is an identifier there — json_object(5) a call of whatever function
+// json_object the search path finds, not the SQL/JSON constructor, nor the
+// pg_catalog function the newer grammar names — and a word that became a
+// column-name keyword later, and so cannot name a function any more, is a function
+// name there when a parenthesis follows. A text holding such a word is read again
+// as that server reads it — the word quoted, which makes the parser read the same
+// identifier — and where the two trees differ, the statement is decided as the
+// older server reads it, or refused (SF706) where the older server does not read it
+// at all. The keywords come from PostgreSQL's own list (pg_get_keywords()) of each
+// version, not from the constructs that use them: versions_test.go compares
+// grammarKeywords with the servers it finds.
 
 package engine
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,63 +30,155 @@ import (
 // ParserVersion is the server_version_num of the grammar pg_query parses.
 const ParserVersion = 170000
 
-// versionedNodes are the parse nodes whose meaning depends on the server's version:
-// from version min on the server parses them as the parser does; before it, the same
-// text is a call of a function named like the construct (json_object(…), json(…),
-// merge_action()), or a syntax error.
-var versionedNodes = map[protoreflect.FullName]struct {
-	min  int
-	what string
-}{
-	(&pg.JsonObjectConstructor{}).ProtoReflect().Descriptor().FullName():     {160000, "JSON_OBJECT(…)"},
-	(&pg.JsonArrayConstructor{}).ProtoReflect().Descriptor().FullName():      {160000, "JSON_ARRAY(…)"},
-	(&pg.JsonArrayQueryConstructor{}).ProtoReflect().Descriptor().FullName(): {160000, "JSON_ARRAY(query)"},
-	(&pg.JsonObjectAgg{}).ProtoReflect().Descriptor().FullName():             {160000, "JSON_OBJECTAGG(…)"},
-	(&pg.JsonArrayAgg{}).ProtoReflect().Descriptor().FullName():              {160000, "JSON_ARRAYAGG(…)"},
-	(&pg.JsonIsPredicate{}).ProtoReflect().Descriptor().FullName():           {160000, "IS JSON"},
-	(&pg.JsonParseExpr{}).ProtoReflect().Descriptor().FullName():             {170000, "JSON(…)"},
-	(&pg.JsonScalarExpr{}).ProtoReflect().Descriptor().FullName():            {170000, "JSON_SCALAR(…)"},
-	(&pg.JsonSerializeExpr{}).ProtoReflect().Descriptor().FullName():         {170000, "JSON_SERIALIZE(…)"},
-	(&pg.JsonFuncExpr{}).ProtoReflect().Descriptor().FullName():              {170000, "JSON_QUERY, JSON_VALUE or JSON_EXISTS"},
-	(&pg.JsonTable{}).ProtoReflect().Descriptor().FullName():                 {170000, "JSON_TABLE"},
-	(&pg.MergeSupportFunc{}).ProtoReflect().Descriptor().FullName():          {170000, "merge_action()"},
+// keywordChange is when a word of the parser's grammar became what it is there.
+type keywordChange struct {
+	// keyword: the first version whose grammar has the word as a keyword; before
+	// it, the word is an identifier wherever it appears.
+	keyword int
+	// notFunc: the first version where it is a column-name (or reserved) keyword,
+	// which cannot name a function; from keyword to here it was an unreserved
+	// keyword, which can, so "word (" is a function call there. 0: it is unreserved
+	// in the parser's grammar too.
+	notFunc int
 }
 
-// versionedToken reports the keywords every versioned node starts with or contains:
-// a statement without one of them needs no walk.
-func versionedToken(k pg.Token) bool {
-	switch k {
-	case pg.Token_JSON, pg.Token_JSON_ARRAY, pg.Token_JSON_ARRAYAGG, pg.Token_JSON_EXISTS, pg.Token_JSON_OBJECT,
-		pg.Token_JSON_OBJECTAGG, pg.Token_JSON_QUERY, pg.Token_JSON_SCALAR, pg.Token_JSON_SERIALIZE,
-		pg.Token_JSON_TABLE, pg.Token_JSON_VALUE, pg.Token_MERGE_ACTION:
-		return true
-	}
-	return false
+// grammarKeywords are the words whose keyword category in pg_get_keywords() differs
+// between PostgreSQL 15, 16 and 17 (the parser's): none was removed or became less
+// reserved, and only json changed category (unreserved in 16, a column-name keyword
+// in 17, where JSON(…) is the JSON constructor). Versions before 15 are not
+// supported; 18 adds only unreserved keywords, which read as the parser reads them
+// wherever the parser accepts the text.
+var grammarKeywords = map[string]keywordChange{
+	// 16: SQL/JSON constructors, IS JSON, SYSTEM_USER.
+	"absent": {160000, 0}, "format": {160000, 0}, "indent": {160000, 0}, "keys": {160000, 0}, "scalar": {160000, 0},
+	"json":       {160000, 170000},
+	"json_array": {160000, 160000}, "json_arrayagg": {160000, 160000}, "json_object": {160000, 160000},
+	"json_objectagg": {160000, 160000}, "system_user": {160000, 160000},
+	// 17: SQL/JSON query functions, JSON_TABLE, MERGE's merge_action().
+	"conditional": {170000, 0}, "empty": {170000, 0}, "error": {170000, 0}, "keep": {170000, 0}, "nested": {170000, 0},
+	"omit": {170000, 0}, "path": {170000, 0}, "plan": {170000, 0}, "quotes": {170000, 0}, "source": {170000, 0},
+	"string": {170000, 0}, "target": {170000, 0}, "unconditional": {170000, 0},
+	"json_exists": {170000, 170000}, "json_query": {170000, 170000}, "json_scalar": {170000, 170000},
+	"json_serialize": {170000, 170000}, "json_table": {170000, 170000}, "json_value": {170000, 170000},
+	"merge_action": {170000, 170000},
 }
 
-// serverNeeds returns the lowest server version on which tree means what the parser
-// read, and the construct that needs it (0, "" for any version).
-func serverNeeds(toks []pgtree.Token, tree *pg.ParseResult) (int, string) {
-	found := false
-	for _, t := range toks {
-		if versionedToken(t.Kind) {
-			found = true
-			break
+// grammarRanges are the server versions whose grammars differ from the parser's in
+// different words: each range is read as its oldest version's grammar reads it.
+var grammarRanges = []struct{ from, below int }{{0, 160000}, {160000, 170000}}
+
+// olderReading is how servers of versions from..below read a text whose tree there
+// differs from the parser's: d is the decision for that reading.
+type olderReading struct {
+	from, below int
+	d           *Decision
+}
+
+// asOlderServer returns sql as a server of version server reads it, in the parser's
+// grammar: each word that is no keyword there quoted, and each that names a function
+// there quoted where a parenthesis follows; and the words quoted (upper case). sql
+// itself when there is none.
+func asOlderServer(sql string, toks []pgtree.Token, server int) (string, []string) {
+	var b strings.Builder
+	var words []string
+	last := 0
+	for i, t := range toks {
+		word := strings.ToLower(sql[t.Start:t.End])
+		k, ok := grammarKeywords[word]
+		if !ok || server >= k.keyword && (k.notFunc == 0 || server >= k.notFunc ||
+			i+1 >= len(toks) || sql[toks[i+1].Start:toks[i+1].End] != "(") {
+			continue
+		}
+		b.WriteString(sql[last:t.Start])
+		b.WriteString(`"` + word + `"`)
+		last = int(t.End)
+		if w := strings.ToUpper(word); !slices.Contains(words, w) {
+			words = append(words, w)
 		}
 	}
-	if !found {
-		return 0, ""
+	if last == 0 {
+		return sql, nil
 	}
-	min, what := 0, ""
-	for _, s := range tree.Stmts {
-		pgtree.WalkNodes(s, func(m proto.Message) bool {
-			if v, ok := versionedNodes[m.ProtoReflect().Descriptor().FullName()]; ok && v.min > min {
-				min, what = v.min, v.what
+	b.WriteString(sql[last:])
+	return b.String(), words
+}
+
+// olderReadings decides sql as each range of older servers reads it, where that
+// reading's tree differs from the parser's; nil where every server reads it alike.
+func olderReadings(policy *Policy, sql string, toks []pgtree.Token, cc *ClaimCheck) []olderReading {
+	var out []olderReading
+	var tree *pg.ParseResult
+	for _, r := range grammarRanges {
+		text, words := asOlderServer(sql, toks, r.from)
+		if words == nil {
+			continue
+		}
+		if tree == nil {
+			t, err := pgtree.Parse(sql, pgtree.Limit)
+			if err != nil {
+				return nil // refused as it is
+			}
+			tree = withoutLocations(t)
+		}
+		old, err := pgtree.Parse(text, pgtree.OutputLimit)
+		if err == nil && proto.Equal(withoutLocations(old), tree) {
+			continue
+		}
+		var d *Decision
+		if err == nil {
+			d, _ = analyzeText(policy, text, nil, cc, false)
+			d.reading = text
+		}
+		if d == nil || d.act == ActRefuse && d.refusal.Code == rulecode.ParseError {
+			d = &Decision{act: ActRefuse, refusal: olderRefusal(words, r.from, r.below)}
+		}
+		out = append(out, olderReading{from: r.from, below: r.below, d: d})
+	}
+	return out
+}
+
+// withoutLocations returns t with every location (and statement length) zeroed: two
+// texts whose trees are equal then are the same statement.
+func withoutLocations(t *pg.ParseResult) *pg.ParseResult {
+	var clear func(m protoreflect.Message)
+	clear = func(m protoreflect.Message) {
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.Kind() == protoreflect.Int32Kind && (fd.Name() == "location" || fd.Name() == "stmt_location" || fd.Name() == "stmt_len"):
+				m.Clear(fd)
+			case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+				l := v.List()
+				for i := 0; i < l.Len(); i++ {
+					clear(l.Get(i).Message())
+				}
+			case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
+				clear(v.Message())
 			}
 			return true
 		})
 	}
-	return min, what
+	clear(t.ProtoReflect())
+	return t
+}
+
+// olderRefusal is the refusal for a text servers from..below do not read at all as
+// the parser reads it.
+func olderRefusal(words []string, from, below int) *Error {
+	have := "PostgreSQL before " + strconv.Itoa(below/10000)
+	if from > 0 {
+		have = "PostgreSQL " + strconv.Itoa(from/10000)
+	}
+	return refuse(rulecode.ServerVersion, nil,
+		strings.Join(words, ", ")+" "+plural(len(words), "is a keyword", "are keywords")+" of sqlfence's parser (PostgreSQL 17's grammar) that "+have+
+			" reads as "+plural(len(words), "an identifier", "identifiers")+" (a function name where a parenthesis follows), so this connection's server reads the statement otherwise than sqlfence, or not at all",
+		"use the construct on PostgreSQL "+strconv.Itoa(below/10000)+" or later, or call the json/jsonb built-ins (json_build_object, jsonb_path_query, …)")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // ServerVersionNum reads the server_version a server reports ("16.4", "15.10 (Debian
@@ -98,19 +200,49 @@ func ServerVersionNum(s string) int {
 }
 
 // OnServer returns d as it holds on a server of version server (server_version_num;
-// 0 = unknown, judged as the oldest): d itself when that server reads the statement
-// as the parser did, else a refusal.
+// 0 = unknown): d itself when that server reads the statement as the parser did,
+// else the decision for that server's reading.
+//
+// On an unknown server the statement must hold whichever reading the server makes:
+// where every reading passes, the text goes as it is; where the oldest reading is
+// refused, so is the statement; where it is fenced, its text goes, since a text
+// whose newer keywords are all quoted reads alike on every server; otherwise it is
+// refused (SF706).
 func (d *Decision) OnServer(server int) *Decision {
-	if d.minServer == 0 || server >= d.minServer {
+	if len(d.older) == 0 || server >= ParserVersion {
 		return d
 	}
-	have := "a server whose version sqlfence could not read"
 	if server > 0 {
-		have = "PostgreSQL " + strconv.Itoa(server/10000) + "." + strconv.Itoa(server%10000)
+		for _, o := range d.older {
+			if server >= o.from && server < o.below {
+				return o.d
+			}
+		}
+		return d
 	}
-	need := strconv.Itoa(d.minServer / 10000)
-	return &Decision{act: ActRefuse, refusal: refuse(rulecode.ServerVersion, nil,
-		d.minWhat+" is read by sqlfence's parser (PostgreSQL 17's grammar) as PostgreSQL "+need+
-			" and later read it, but this connection's server is "+have+", which reads the same text as a call of a function of that name (a user function of that name would run unjudged)",
-		"use the construct on PostgreSQL "+need+" or later, or call the json/jsonb built-ins (json_build_object, jsonb_path_query, …)")}
+	oldest := d.older[0]
+	if oldest.from > 0 {
+		oldest.d = d // the oldest servers read it as the parser does
+	}
+	allPass := d.act == ActPass
+	for _, o := range d.older {
+		allPass = allPass && o.d.act == ActPass
+	}
+	switch {
+	case allPass:
+		return d
+	case oldest.d.act == ActRefuse, oldest.d.act == ActRewrite && oldest.from == 0:
+		return oldest.d
+	}
+	return &Decision{act: ActRefuse, refusal: refuse(rulecode.ServerVersion, d.refusalTable(),
+		"servers before PostgreSQL "+strconv.Itoa(d.older[len(d.older)-1].below/10000)+" read the statement otherwise than sqlfence's parser (PostgreSQL 17's grammar) — a word that is a keyword to the parser is an identifier or a function name there — and this connection's server version is not known",
+		"connect through pgx (the registered driver \"sqlfence\", or sqlfence.NewConnector over pgx's stdlib connector), which reports the server's version; or write the statement without the newer keyword")}
+}
+
+// refusalTable is the first table d writes, for a refusal's message; nil for none.
+func (d *Decision) refusalTable() *Table {
+	if len(d.tables) == 0 {
+		return nil
+	}
+	return d.tables[0]
 }

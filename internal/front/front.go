@@ -12,6 +12,7 @@
 //	f.Ready(ctx, q)                        // before each statement: resolve: catalog, read when stale
 //	err := f.Usable(ctx, status, sql)      // each text the server runs: the session reads it as sqlfence parses it
 //	c, err := f.Bind(ctx, sql, args, def)  // what to send: c.Send with c.Args, or an error
+//	err = f.ParseRefused(ctx, pc, sql, err) // when Bind refused: the server's own parse error
 //	…send c.Send with c.Args…
 //	err = f.ClaimError(ctx, q, &c, err)      // when the server refused it
 //	err = f.Check(ctx, q, &c, rowsAffected)  // after it ran, when c.NeedsCheck
@@ -26,6 +27,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence/internal/engine"
 )
@@ -75,6 +77,10 @@ type Fence interface {
 	// statement that resets a pinned setting is judged against them. The error is
 	// the *sqlfence.Error to return, with nothing sent.
 	Bind(ctx context.Context, query string, args []any, def *engine.Defaults) (Call, error)
+	// ParseRefused is err, Bind's error, unless it refuses text sqlfence's parser
+	// rejects: then, asked on pc without executing anything (ServerParse), the
+	// server's own error for the text, or the refusal saying the server reads it.
+	ParseRefused(ctx context.Context, pc *pgconn.PgConn, query string, err error) error
 	// Check explains the result of a fenced statement that affected affected rows
 	// (only when c.NeedsCheck): nil, ErrFenced, ErrAlreadyWritten or the check's
 	// failure; a fence cancels the handler (sqlfence.OnFenced).

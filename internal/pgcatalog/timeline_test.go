@@ -15,7 +15,7 @@ import (
 // one with no timeline, never an error; a lost connection is an error.
 func TestReadPositionFallbacks(t *testing.T) {
 	ctx := context.Background()
-	row := []any{"7", false, int64(2), "0/3000060", "on", "standard_conforming_strings=off,client_encoding=UTF8"}
+	row := []any{"7", false, int64(2), "0/3000060", "on", "origin", "standard_conforming_strings=off,client_encoding=UTF8"}
 	for _, c := range []struct {
 		name    string
 		refuse  map[string]string // query prefix → SQLSTATE
@@ -41,7 +41,7 @@ func TestReadPositionFallbacks(t *testing.T) {
 					}
 				}
 				if strings.HasPrefix(sql, positionUnknownSQL) {
-					return [][]any{{nil, false, int64(0), nil, "on", "standard_conforming_strings=off,client_encoding=UTF8"}}, nil
+					return [][]any{{nil, false, int64(0), nil, "on", "origin", "standard_conforming_strings=off,client_encoding=UTF8"}}, nil
 				}
 				r := append([]any(nil), row...)
 				if strings.HasPrefix(sql, "SELECT NULL::text") {
@@ -53,7 +53,7 @@ func TestReadPositionFallbacks(t *testing.T) {
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v", err)
 			}
-			if err == nil && (s.Position != c.want || s.SynchronousCommit != "on" || s.Defaults["standard_conforming_strings"] != "off" || s.Defaults["client_encoding"] != "UTF8") {
+			if err == nil && (s.Position != c.want || s.SynchronousCommit != "on" || s.ReplicationRole != "origin" || s.Defaults["standard_conforming_strings"] != "off" || s.Defaults["client_encoding"] != "UTF8") {
 				t.Errorf("got %+v, want %+v", s, c.want)
 			}
 		})

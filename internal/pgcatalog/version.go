@@ -19,28 +19,48 @@ import (
 const VersionLock = 7294611953
 
 // versionSQL waits for the DDL in flight, reads the counter (NULL when sqlfence's
-// sequence is missing), and says whether both event triggers are enabled and the
-// guard's trigger function compares versions.
+// sequence is missing), says whether both event triggers fire in every session and
+// the guard's trigger function compares versions, and returns the event triggers'
+// row versions.
+//
+// Enabled means ENABLE ALWAYS ('A'): one enabled plainly ('O') fires no DDL of a
+// session with session_replication_role = replica. The row versions (oid and xmin)
+// change with every ALTER EVENT TRIGGER and with a drop and re-create, which fire no
+// event trigger themselves: DDL made while the triggers were disabled, and then
+// enabled again, moved no version, but it moved their rows.
 var versionSQL = `
-SELECT v.version, v.triggers, v.guard, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
+SELECT v.version, v.triggers, v.guard, v.rows, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
 FROM (SELECT pg_catalog.pg_advisory_lock(` + strconv.Itoa(VersionLock) + `) AS locked,
              pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass('sqlfence.catalog_version')) AS version,
              (SELECT pg_catalog.count(*) FROM pg_catalog.pg_event_trigger e
-              WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop') AND e.evtenabled <> 'D') = 2 AS triggers,
+              WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop') AND e.evtenabled = 'A') = 2 AS triggers,
              EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-                     WHERE n.nspname = 'sqlfence' AND p.proname = 'guard' AND p.prosrc LIKE '%sqlfence.catalog_version%') AS guard
+                     WHERE n.nspname = 'sqlfence' AND p.proname = 'guard' AND p.prosrc LIKE '%sqlfence.catalog_version%') AS guard,
+             (SELECT pg_catalog.string_agg(e.evtname OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) e.oid::pg_catalog.text
+                         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) e.xmin::pg_catalog.text, ' ' ORDER BY e.evtname)
+              FROM pg_catalog.pg_event_trigger e
+              WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop')) AS rows
       OFFSET 0) v`
 
 // CatalogVersion is what Version read.
 type CatalogVersion struct {
 	Version  int64 // 0 when the counter is missing
-	Triggers bool  // both event triggers exist and are enabled
+	Triggers bool  // both event triggers exist and fire in every session (ENABLE ALWAYS)
 	Guard    bool  // the guard's trigger function compares versions
+	// Rows are the event triggers' row versions: two reads with the same Version but
+	// other Rows have DDL between them that no event trigger saw.
+	Rows string
 }
 
 // Installed reports whether DDL of any session moves the version and the guard
 // checks it.
 func (v CatalogVersion) Installed() bool { return v.Version > 0 && v.Triggers && v.Guard }
+
+// Same reports whether w is the catalog v was: the same version, moved by the same
+// event triggers, both installed.
+func (v CatalogVersion) Same(w CatalogVersion) bool {
+	return v.Installed() && w.Installed() && v.Version == w.Version && v.Rows == w.Rows
+}
 
 // Version reads the catalog version. It waits for DDL transactions in flight to end
 // (VersionLock): read before the catalog in a fresh snapshot, the version it
@@ -52,7 +72,7 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	if err != nil {
 		return CatalogVersion{}, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 4 {
+	if len(rows) != 1 || len(rows[0]) != 5 {
 		return CatalogVersion{}, fmt.Errorf("pgcatalog: catalog version query returned %v", rows)
 	}
 	var v CatalogVersion
@@ -65,21 +85,24 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	}
 	v.Triggers, _ = rows[0][1].(bool)
 	v.Guard, _ = rows[0][2].(bool)
+	v.Rows, _ = rows[0][3].(string)
 	return v, nil
 }
 
 // unguardedSQL lists, of the relations $1 (oids as an array literal), those that are
-// not views and carry no enabled sqlfence_guard statement trigger: writes to them are
-// not compared with the catalog version.
+// not views and carry no sqlfence_guard statement trigger that fires in every session
+// (ENABLE ALWAYS; ALTER TABLE … DISABLE TRIGGER, ENABLE TRIGGER and ENABLE REPLICA
+// TRIGGER all take that away): writes to them are not compared with the catalog
+// version.
 const unguardedSQL = `
 SELECT c.oid::pg_catalog.regclass::text
 FROM pg_catalog.pg_class c
 WHERE c.oid = ANY ($1::text::pg_catalog.oid[]) AND c.relkind <> 'v'
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
-                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard' AND t.tgenabled <> 'D')
+                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard' AND t.tgenabled = 'A')
 ORDER BY 1`
 
-// Unguarded returns the relations of oids that have no enabled guard trigger.
+// Unguarded returns the relations of oids that have no guard trigger enabled always.
 func Unguarded(ctx context.Context, query QueryFunc, oids []uint32) ([]string, error) {
 	if len(oids) == 0 {
 		return nil, nil

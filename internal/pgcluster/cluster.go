@@ -29,12 +29,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sqlfence/sqlfence/internal/pgbin"
 )
 
-// ErrNoServer reports that no PostgreSQL server binaries are installed. It is
-// the one failure that says nothing about the caller, so tests may treat it as
-// a reason to skip rather than fail.
-var ErrNoServer = errors.New("pgcluster: no PostgreSQL server binaries (initdb, postgres) found in PATH or /usr/lib/postgresql/*/bin; install the PostgreSQL server")
+// ErrNoServer reports that no PostgreSQL server binaries were found or fetched
+// (internal/pgbin). It is the one failure that says nothing about the caller, so
+// tests may treat it as a reason to skip rather than fail.
+var ErrNoServer = pgbin.ErrNoServer
 
 const (
 	readyTimeout = 30 * time.Second
@@ -80,7 +82,7 @@ func (a *account) chown(path string) error {
 // on a free loopback port. ctx bounds only the startup; the server runs until
 // Stop or until this process dies.
 func Start(ctx context.Context) (*Cluster, error) {
-	bin, err := findBinaries()
+	bin, err := findBinaries(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func StartPatroni(ctx context.Context, o PatroniOptions) (*Patroni, error) {
 		return nil, fmt.Errorf("%w (%v)", ErrNoPatroni, err)
 	}
 	if p.bin == "" {
-		if p.bin, err = findBinaries(); err != nil {
+		if p.bin, err = findBinaries(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -93,7 +93,7 @@ func StartReplicaSet(ctx context.Context, o ReplicaOptions) (*ReplicaSet, error)
 	bin := o.Bin
 	if bin == "" {
 		var err error
-		if bin, err = findBinaries(); err != nil {
+		if bin, err = findBinaries(ctx); err != nil {
 			return nil, err
 		}
 	}

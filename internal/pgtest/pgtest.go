@@ -17,8 +17,9 @@
 //		...
 //	}
 //
-// Setting SQLFENCE_TEST_DSN to a superuser DSN uses that server instead, for
-// machines without the PostgreSQL server installed.
+// The cluster's server binaries are the machine's own PostgreSQL or, where it has
+// none, PostgreSQL fetched once into the user's cache (internal/pgbin). Setting
+// SQLFENCE_TEST_DSN to a superuser DSN uses that server instead.
 //
 // This package imports testing; programs that start a cluster (the demo) use
 // internal/pgcluster directly.
@@ -34,7 +35,7 @@ import (
 // server instead of a throwaway cluster.
 const EnvDSN = "SQLFENCE_TEST_DSN"
 
-// ErrNoServer reports that no PostgreSQL server binaries are installed. It is
+// ErrNoServer reports that no PostgreSQL server binaries were found or fetched. It is
 // the one failure that says nothing about the code under test, so callers may
 // treat it as a reason to skip rather than fail.
 var ErrNoServer = pgcluster.ErrNoServer

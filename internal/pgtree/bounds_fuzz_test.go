@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // FuzzParserBounds builds deep and wide statements and PL/pgSQL bodies from the fuzz
@@ -73,13 +75,17 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	if len(text) > 1<<20 {
 		return
 	}
-	scan, err := pg.Scan(text)
+	scan, err := pgquery.Scan(text)
 	if err != nil {
 		return
 	}
-	m, berr := Measure(text, scan.Tokens, plpgsql, Limit)
+	limit := Limit
+	if plpgsql {
+		limit = BodyLimit
+	}
+	m, berr := Measure(text, scan.Tokens, plpgsql, limit)
 	full, _ := Measure(text, scan.Tokens, plpgsql, 1<<62)
-	if berr == nil && full != m || berr != nil && full <= Limit {
+	if berr == nil && full != m || berr != nil && full <= limit {
 		t.Fatalf("Measure with and without the limit disagree: %d (%v), %d\n%.300s", m, berr, full, text)
 	}
 
@@ -93,7 +99,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	}
 	if !plpgsql && strings.HasPrefix(text, "SELECT ") && !strings.Contains(text, ";") && balanced(scan.Tokens) {
 		for _, w := range []string{"SELECT (" + text + ")", "EXPLAIN " + text, "SELECT 1 FROM (" + text + ") s"} {
-			if ws, err := pg.Scan(w); err == nil {
+			if ws, err := pgquery.Scan(w); err == nil {
 				if mw, _ := Measure(w, ws.Tokens, false, 1<<62); mw < full {
 					t.Fatalf("wrapped, %d; alone, %d\n%.300s", mw, full, w)
 				}
@@ -116,7 +122,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 	}
 	// Admitted: parsed here, on this thread and its stack (a crash is a finding).
 	if plpgsql {
-		out, err := pg.ParsePlPgSqlToJSON(plpgsqlFunction(text))
+		out, err := pgquery.ParsePlPgSqlToJSON(plpgsqlFunction(text))
 		if err == nil {
 			if d := jsonDepth(out); d > 2*m {
 				t.Fatalf("PL/pgSQL dump %d deep, measure %d\n%.300s", d, m, text)
@@ -124,7 +130,7 @@ func checkBounds(t *testing.T, text string, plpgsql bool, data []byte) {
 		}
 		return
 	}
-	tree, err := pg.Parse(text)
+	tree, err := pgquery.Parse(text)
 	if err != nil {
 		return
 	}

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 func measure(t testing.TB, text string, plpgsql bool) int {
 	t.Helper()
-	scan, err := pg.Scan(text)
+	scan, err := pgquery.Scan(text)
 	if err != nil {
 		t.Fatalf("scan %.80s: %v", text, err)
 	}
@@ -42,11 +42,19 @@ func treeDepth(s shape, text string) (int, error) {
 	return Depth(tree.ProtoReflect()), nil
 }
 
+// limitOf is the bound a shape's texts are held to.
+func limitOf(s shape) int {
+	if s.plpgsql {
+		return BodyLimit
+	}
+	return Limit
+}
+
 // TestMeasureBoundsShapes checks the measure's claim, depth ≤ 2·M, on every shape up
 // to the largest size the limit admits, and that every larger size is refused.
 func TestMeasureBoundsShapes(t *testing.T) {
 	for _, s := range shapes {
-		largest := largestWithin(t, s, Limit)
+		largest := largestWithin(t, s, limitOf(s))
 		for n := 1; n <= largest; n = max(n+1, n*5/4) {
 			text := s.gen(n)
 			m := measure(t, text, s.plpgsql)
@@ -196,7 +204,7 @@ func TestBoundsProblemShapes(t *testing.T) {
 		"DO body":  {"BEGIN PERFORM " + nest(level, "1", ")", 150) + "; END", true},
 		"IF depth": {"BEGIN " + nest("IF x THEN ", "NULL;", " END IF;", 5000) + " END", true},
 	} {
-		scan, err := pg.Scan(tc.text)
+		scan, err := pgquery.Scan(tc.text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +220,9 @@ func TestBoundsProblemShapes(t *testing.T) {
 }
 
 // TestParserCallsBounded: pg_query's recursing entry points are called in parse.go
-// only, where each is preceded by the bound; everything else calls those.
+// only, where each is preceded by the bound; everything else calls those. The
+// parser's two builds (pg_query_go, go-pgquery) are called only by the package that
+// chooses between them, internal/pgtree/pgquery, which parse.go calls.
 func TestParserCallsBounded(t *testing.T) {
 	recursing := map[string]bool{"Parse": true, "ParseToJSON": true, "ParseToProtobuf": true,
 		"ParsePlPgSqlToJSON": true, "Deparse": true, "DeparseFromProtobuf": true, "Fingerprint": true,
@@ -230,12 +240,17 @@ func TestParserCallsBounded(t *testing.T) {
 		pkgs := map[string]bool{}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if !strings.HasPrefix(p, "github.com/pganalyze/pg_query_go/") {
+			var name string
+			switch {
+			case strings.HasPrefix(p, "github.com/pganalyze/pg_query_go/"), strings.HasPrefix(p, "github.com/wasilibs/go-pgquery"):
+				name = "pg_query"
+				if strings.HasSuffix(p, "/parser") {
+					name = "parser"
+				}
+			case p == "github.com/sqlfence/sqlfence/internal/pgtree/pgquery":
+				name = "pgquery"
+			default:
 				continue
-			}
-			name := "pg_query"
-			if strings.HasSuffix(p, "/parser") {
-				name = "parser"
 			}
 			if imp.Name != nil {
 				name = imp.Name.Name
@@ -248,7 +263,8 @@ func TestParserCallsBounded(t *testing.T) {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && pkgs[x.Name] && recursing[sel.Sel.Name] &&
-				filepath.ToSlash(path) != "../../internal/pgtree/parse.go" {
+				filepath.ToSlash(path) != "../../internal/pgtree/parse.go" &&
+				filepath.ToSlash(filepath.Dir(path)) != "../../internal/pgtree/pgquery" {
 				t.Errorf("%s: %s.%s outside internal/pgtree/parse.go: call pgtree's bounded version", path, x.Name, sel.Sel.Name)
 			}
 			return true

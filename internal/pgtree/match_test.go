@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // TestParseMatches: the comparison of encodings agrees with Equal, the comparison of
@@ -52,7 +54,7 @@ func TestParseMatches(t *testing.T) {
 	}
 	trees := map[string]*pg.ParseResult{}
 	for _, s := range texts {
-		if tree, err := pg.Parse(s); err == nil {
+		if tree, err := pgquery.Parse(s); err == nil {
 			trees[s] = tree
 		}
 	}
@@ -90,7 +92,7 @@ func TestParseMatchesChangedTree(t *testing.T) {
 		"where dropped":  func(u *pg.UpdateStmt) { u.WhereClause = nil },
 		"position moved": nil,
 	} {
-		tree, err := pg.Parse(text)
+		tree, err := pgquery.Parse(text)
 		if err != nil {
 			t.Fatal(err)
 		}

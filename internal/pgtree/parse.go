@@ -7,7 +7,8 @@ import (
 	"sync"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"github.com/pganalyze/pg_query_go/v6/parser"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // Every text sqlfence hands to pg_query goes through the functions below, each of
@@ -49,7 +50,7 @@ func ParseTokens(text string, tokens []Token, limit int) (tree *pg.ParseResult, 
 	if berr != nil {
 		return nil, berr
 	}
-	onStack(m, func() { tree, err = pg.Parse(text) })
+	onStack(m, func() { tree, err = pgquery.Parse(text) })
 	return tree, err
 }
 
@@ -59,7 +60,7 @@ func ParseScanned(text string, tokens []*pg.ScanToken, limit int) (tree *pg.Pars
 	if berr != nil {
 		return nil, berr
 	}
-	onStack(m, func() { tree, err = pg.Parse(text) })
+	onStack(m, func() { tree, err = pgquery.Parse(text) })
 	return tree, err
 }
 
@@ -74,15 +75,16 @@ func parseEncoded(text string, limit int) (out []byte, err error) {
 	if berr != nil {
 		return nil, berr
 	}
-	onStack(m, func() { out, err = parser.ParseToProtobuf(text) })
+	onStack(m, func() { out, err = pgquery.ParseToProtobuf(text) })
 	return out, err
 }
 
 // ParsePlpgsql parses the CREATE FUNCTION statement create, whose PL/pgSQL body is
 // body, with pg_query's PL/pgSQL parser, and returns its JSON. Both texts are held
-// to Limit: create as SQL, body as PL/pgSQL (its statements nest too).
+// to the bound: create to Limit as SQL, body to BodyLimit as PL/pgSQL (its
+// statements nest too).
 func ParsePlpgsql(create, body string) (out string, err error) {
-	scan, err := pg.Scan(create)
+	scan, err := pgquery.Scan(create)
 	if err != nil {
 		return "", err
 	}
@@ -90,14 +92,14 @@ func ParsePlpgsql(create, body string) (out string, err error) {
 	if berr != nil {
 		return "", berr
 	}
-	if scan, err = pg.Scan(body); err != nil {
+	if scan, err = pgquery.Scan(body); err != nil {
 		return "", err
 	}
-	mb, berr := Measure(body, scan.Tokens, true, Limit)
+	mb, berr := Measure(body, scan.Tokens, true, BodyLimit)
 	if berr != nil {
 		return "", berr
 	}
-	onStack(max(mc, mb), func() { out, err = pg.ParsePlPgSqlToJSON(create) })
+	onStack(max(mc, mb), func() { out, err = pgquery.ParsePlPgSqlToJSON(create) })
 	return out, err
 }
 
@@ -110,13 +112,13 @@ func Deparse(tree *pg.ParseResult) (out string, err error) {
 	if tree.Version == 0 {
 		tree = &pg.ParseResult{Version: parserVersion(), Stmts: tree.Stmts}
 	}
-	onStack(directMeasure+1, func() { out, err = pg.Deparse(tree) })
+	onStack(directMeasure+1, func() { out, err = pgquery.Deparse(tree) })
 	return out, err
 }
 
 // parserVersion is the version pg_query stamps on its trees and wants back.
 var parserVersion = sync.OnceValue(func() int32 {
-	tree, _ := pg.Parse("SELECT")
+	tree, _ := pgquery.Parse("SELECT")
 	return tree.GetVersion()
 })
 

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 func TestEqualIgnoresPositionsOnly(t *testing.T) {
 	parse := func(sql string) *pg.ParseResult {
 		t.Helper()
-		r, err := pg.Parse(sql)
+		r, err := pgquery.Parse(sql)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func TestWrites(t *testing.T) {
 		"CREATE RULE r AS ON INSERT TO b DO ALSO DELETE FROM a":                              "DELETE a (RULE)",
 		"CREATE FUNCTION f() RETURNS void LANGUAGE sql BEGIN ATOMIC UPDATE a SET x = 1; END": "UPDATE a (FUNCTION)",
 	} {
-		tree, err := pg.Parse(sql)
+		tree, err := pgquery.Parse(sql)
 		if err != nil {
 			t.Fatal(err)
 		}

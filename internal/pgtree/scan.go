@@ -6,8 +6,9 @@ import (
 	"errors"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"github.com/pganalyze/pg_query_go/v6/parser"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // Token is one token of pg_query's scanner: its byte range and kind.
@@ -21,7 +22,7 @@ type Token struct {
 // token, which costs as much as the scan itself, and the hot path that decides a
 // statement by its shape only needs the kinds and the ranges.
 func ScanTokens(text string, buf []Token) ([]Token, error) {
-	out, err := parser.ScanToProtobuf(text)
+	out, err := pgquery.ScanToProtobuf(text)
 	if err != nil {
 		return nil, err
 	}

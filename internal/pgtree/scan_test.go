@@ -3,7 +3,7 @@ package pgtree
 import (
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // TestScanTokens: the direct reading of the scanner's output gives what pg.Scan
@@ -17,7 +17,7 @@ func TestScanTokens(t *testing.T) {
 		`SELECT 'unterminated`,
 		"SELECT 'a'\n'b' FROM café",
 	} {
-		want, werr := pg.Scan(q)
+		want, werr := pgquery.Scan(q)
 		got, gerr := ScanTokens(q, nil)
 		if (werr != nil) != (gerr != nil) {
 			t.Fatalf("%q: errors %v / %v", q, werr, gerr)

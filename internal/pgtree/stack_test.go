@@ -12,7 +12,8 @@ import (
 	"testing"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"github.com/pganalyze/pg_query_go/v6/parser"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // The stack pg_query needs is measured in child processes: the test binary runs
@@ -43,14 +44,14 @@ func TestStackChild(t *testing.T) {
 	case "parse":
 		// The C half of pg.Parse: the Go half, protobuf's unmarshalling, refuses
 		// trees over 10,000 messages deep with an error, on a stack that grows.
-		run(func() { _, err = parser.ParseToProtobuf(s.gen(n)) })
+		run(func() { _, err = pgquery.ParseToProtobuf(s.gen(n)) })
 	case "plpgsql":
-		run(func() { _, err = pg.ParsePlPgSqlToJSON(plpgsqlFunction(s.gen(n))) })
+		run(func() { _, err = pgquery.ParsePlPgSqlToJSON(plpgsqlFunction(s.gen(n))) })
 	case "deparse":
 		var tree *pg.ParseResult
-		runOnBigStack(func() { tree, err = pg.Parse(s.gen(n)) })
+		runOnBigStack(func() { tree, err = pgquery.Parse(s.gen(n)) })
 		if err == nil {
-			run(func() { _, err = pg.Deparse(tree) })
+			run(func() { _, err = pgquery.Deparse(tree) })
 		}
 	}
 	if err != nil {
@@ -142,7 +143,7 @@ const flatSize = 1 << 12
 func measureOf(t *testing.T, s shape, n int) int {
 	t.Helper()
 	text := s.gen(n)
-	scan, err := pg.Scan(text)
+	scan, err := pgquery.Scan(text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestStackSafetyFactor(t *testing.T) {
 	}
 	for _, name := range []string{"ifs", "loops", "blocks", "handlers", "casestmts"} {
 		s := shapeNamed(name)
-		n := largestWithin(t, s, Limit)
+		n := largestWithin(t, s, BodyLimit)
 		if got, msg := stackChild(t, quarter, "plpgsql", "direct", name, n); got != "ok" {
 			t.Errorf("PL/pgSQL %s at n=%d: %s %s with %d KiB of stack", name, n, got, msg, quarter)
 		}
@@ -174,7 +175,7 @@ func TestStackSafetyFactor(t *testing.T) {
 	s := shapeNamed("plus")
 	n := 0
 	for n < 1<<20 {
-		tree, err := pg.Parse(s.gen(n + 1))
+		tree, err := pgquery.Parse(s.gen(n + 1))
 		if err != nil || Depth(tree.ProtoReflect()) > DeparseLimit {
 			break
 		}
@@ -266,13 +267,13 @@ func cmpOr(a, b string) string {
 func shapeDepth(t *testing.T, s shape, n int) int {
 	t.Helper()
 	if s.plpgsql {
-		out, err := pg.ParsePlPgSqlToJSON(plpgsqlFunction(s.gen(n)))
+		out, err := pgquery.ParsePlPgSqlToJSON(plpgsqlFunction(s.gen(n)))
 		if err != nil {
 			t.Fatalf("%s(%d): %v", s.name, n, err)
 		}
 		return jsonDepth(out)
 	}
-	tree, err := pg.Parse(s.gen(n))
+	tree, err := pgquery.Parse(s.gen(n))
 	if err != nil {
 		t.Fatalf("%s(%d): %v", s.name, n, err)
 	}

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // reflectWalk is the walk by protobuf reflection that children_gen.go replaces: the
@@ -60,7 +61,7 @@ func TestWalkMatchesReflection(t *testing.T) {
 			if i := strings.Index(stmt, "\n"); i >= 0 && !strings.HasPrefix(stmt, "--") {
 				stmt = stmt[i:] // the entry's name
 			}
-			tree, err := pg.Parse(stmt)
+			tree, err := pgquery.Parse(stmt)
 			if err != nil {
 				continue
 			}

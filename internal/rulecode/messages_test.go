@@ -53,6 +53,7 @@ var notRendered = map[string]string{
 	rulecode.OtherCluster:        "needs a second cluster: history_db_test.go in the root package produces it (TestConnectRefusesOtherCluster)",
 	rulecode.GuardSettingMissing: "pgxfence.New's error on a pool without the guard's setting: pgxfence/open_test.go (TestNewWithoutGuardSetting) produces it",
 	rulecode.HelperDatabase:      "needs a database that fails a helper's statement: claim's and outbox's tests produce it (a missing steps or outbox table)",
+	rulecode.ReplicationRole:     "needs a session whose session_replication_role is not origin (a role default): catalog_replica_test.go in the root package produces it (TestGuardInReplicaSessions)",
 	rulecode.ClaimLost:           "the claim helpers' error: claim/failover_test.go (TestFailoverAlarm) and claim/failover_cluster_test.go produce it",
 	rulecode.NoSyncStandby:       "the claim helpers' error: claim/failover_test.go (TestRequireSynchronousStandby) produces it",
 	rulecode.ClaimUnknown:        "the claim helpers' error: claim/failover_test.go (TestClaimOutcomeUnknown) produces it",

@@ -90,6 +90,7 @@ const (
 	SessionCommit       = "SF709"
 	OptionArgument      = "SF710"
 	GuardSettingMissing = "SF711"
+	ReplicationRole     = "SF712"
 
 	CheckUnfencedWrite = "SF801"
 	CheckOpaque        = "SF802"
@@ -197,6 +198,7 @@ var All = []Info{
 	{SessionCommit, KindRefused, "a session whose synchronous_commit is off or local"},
 	{OptionArgument, KindRefused, "a rewriter returned an argument pgx would read as one of its options"},
 	{GuardSettingMissing, KindRefused, "a pgx pool or connection without the guard's session setting, on a database with the guard"},
+	{ReplicationRole, KindRefused, "a session whose session_replication_role is not origin"},
 	{CheckUnfencedWrite, KindCheck, "a write to a protected table outside the driver, not fenced by hand"},
 	{CheckOpaque, KindCheck, "a statement outside the driver whose writes no epoch reaches"},
 	{CheckIgnoreNoWhy, KindCheck, "sqlfence:ignore without a reason"},

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // MaxBytes is PostgreSQL's identifier limit (NAMEDATALEN - 1); longer names are cut.
@@ -37,7 +39,7 @@ func isKeyword(s string) bool {
 	if v, ok := keywordMemo.Load(s); ok {
 		return v.(bool)
 	}
-	scan, err := pg.Scan(s)
+	scan, err := pgquery.Scan(s)
 	kw := err != nil || len(scan.Tokens) != 1 || scan.Tokens[0].KeywordKind != pg.KeywordKind_NO_KEYWORD
 	// A fence names the same few columns and aliases over and over, and asking the
 	// scanner costs microseconds. The memo is bounded: names come from the

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
-
 	"github.com/sqlfence/sqlfence"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // TestDriverAndLinterAgree runs the driver's judgement (Policy.Plan) and the linter's
@@ -53,7 +52,7 @@ func TestDriverAndLinterAgree(t *testing.T) {
 		t.Fatalf("only %d statements found; the corpus moved?", len(stmts))
 	}
 	for _, q := range stmts {
-		tree, err := pg.Parse(q)
+		tree, err := pgquery.Parse(q)
 		if err != nil {
 			continue
 		}

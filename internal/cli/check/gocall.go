@@ -11,6 +11,7 @@ import (
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/front"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 )
 
@@ -129,7 +130,7 @@ func checkGoFile(f *goFile, consts map[string]ast.Expr, pol *sqlfence.Policy, re
 		// past the parser's bounds, and Plan below says so; parsing it here could crash.
 		// A statement with ? placeholders does not parse either, but it is SQL the
 		// driver refuses (SF321): MySQL habits, or sqlx without the bind type.
-		if scan, err := pg.Scan(query); err != nil || strings.TrimSpace(query) == "" {
+		if scan, err := pgquery.Scan(query); err != nil || strings.TrimSpace(query) == "" {
 			return true
 		} else if _, err := pgtree.ParseScanned(query, scan.Tokens, pgtree.Limit); err != nil && !errors.As(err, new(*pgtree.BoundsError)) &&
 			!questionMarkStatement(query, scan.Tokens) {

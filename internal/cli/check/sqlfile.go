@@ -8,10 +8,10 @@ import (
 	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // maxSQLFileBytes bounds what is read; what reaches the C parser is also bounded in
@@ -47,7 +47,7 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 		return
 	}
 	text := string(src)
-	scan, err := pg.Scan(text)
+	scan, err := pgquery.Scan(text)
 	if err != nil {
 		fileErr(-1, "cannot read the SQL: "+err.Error())
 		return
@@ -61,7 +61,7 @@ func checkSQLFile(path string, src []byte, pol *sqlfence.Policy, writers writerF
 		return
 	}
 	tree, err := pgtree.ParseScanned(text, scan.Tokens, pgtree.Limit)
-	var pe *pgparser.Error
+	var pe *pgquery.Error
 	if err != nil && !errors.As(err, &pe) {
 		fileErr(-1, err.Error())
 		return

@@ -5,9 +5,9 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
 
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 // maxJoin bounds how many ;-separated pieces parseByStatement joins into one
@@ -69,7 +69,7 @@ func parseByStatement(text string, code []sqlToken) (stmts []*pg.RawStmt, bad []
 		}
 		b := badStatement{start: pieces[i].start, end: pieces[i].end, at: pieces[i].start, msg: firstErr.Error()}
 		b.end = b.start + len(strings.TrimRight(text[b.start:b.end], "; \t\r\n"))
-		var pe *pgparser.Error
+		var pe *pgquery.Error
 		if errors.As(firstErr, &pe) {
 			b.msg = pe.Message
 			if pe.Cursorpos > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/pgtree"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 	"github.com/sqlfence/sqlfence/internal/rulecode"
 	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
@@ -33,7 +34,7 @@ func collectWriters(pol *sqlfence.Policy, srcs [][]byte) writerFuncs {
 		if len(src) > maxSQLFileBytes || !utf8.ValidString(text) {
 			continue
 		}
-		scan, err := pg.Scan(text)
+		scan, err := pgquery.Scan(text)
 		if err != nil {
 			continue
 		}

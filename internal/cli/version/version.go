@@ -1,6 +1,6 @@
-// Package version is `sqlfence version`: the version of sqlfence, of the
-// pg_query_go module it parses SQL with, and of the PostgreSQL parser that module
-// bundles.
+// Package version is `sqlfence version`: the version of sqlfence, of the module it
+// parses SQL with (pg_query_go under cgo, go-pgquery without; see
+// internal/pgtree/pgquery), and of the PostgreSQL parser that module bundles.
 package version
 
 import (
@@ -10,15 +10,15 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	pg "github.com/pganalyze/pg_query_go/v6"
-
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/internal/cli/cmdutil"
+	"github.com/sqlfence/sqlfence/internal/pgtree/pgquery"
 )
 
 const usage = `Usage: sqlfence version
 
-Prints the version of sqlfence, of the pg_query_go module it parses SQL with, and
+Prints the version of sqlfence, of the module it parses SQL with (pg_query_go built
+with cgo, go-pgquery — the same parser in WebAssembly — built without), and
 of the PostgreSQL parser that module bundles: the parser decides which statements
 sqlfence check and the driver understand. Installed with go install at a released
 version, sqlfence reports that version; built from a source checkout, it reports
@@ -28,13 +28,9 @@ control information into the binary.
 Exit status: 0 success, 2 usage error.
 `
 
-// The module paths, taken from the packages themselves so that they follow an
-// upgrade (pg_query_go/v7) without an edit here. Both are their module's root
-// package.
-var (
-	sqlfenceModule = reflect.TypeFor[sqlfence.Policy]().PkgPath()
-	pgQueryModule  = reflect.TypeFor[pg.ScanResult]().PkgPath()
-)
+// sqlfence's module path, taken from the package itself (its root package); the
+// parser's is pgquery.Module, which names the build this binary links.
+var sqlfenceModule = reflect.TypeFor[sqlfence.Policy]().PkgPath()
 
 // Run is sqlfence version.
 func Run(args []string, stdout, stderr io.Writer) int {
@@ -48,7 +44,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	info, _ := debug.ReadBuildInfo()
 	fmt.Fprintf(stdout, "sqlfence %s\n", moduleVersion(info, sqlfenceModule))
-	fmt.Fprintf(stdout, "pg_query_go %s, with the PostgreSQL %s parser\n", moduleVersion(info, pgQueryModule), parserVersion())
+	fmt.Fprintf(stdout, "%s %s (%s), with the PostgreSQL %s parser\n", pgquery.Name, moduleVersion(info, pgquery.Module), pgquery.Build, parserVersion())
 	fmt.Fprintf(stdout, "built with %s for %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return cmdutil.ExitOK
 }
@@ -89,7 +85,7 @@ func moduleVersion(info *debug.BuildInfo, path string) string {
 // PG_VERSION_NUM into every scan and parse result it returns, so scanning an empty
 // string reads it from the linked parser itself.
 func parserVersion() string {
-	res, err := pg.Scan("")
+	res, err := pgquery.Scan("")
 	if err != nil || res.GetVersion() <= 0 {
 		return "(unknown version)"
 	}

@@ -16,7 +16,7 @@ func TestVersion(t *testing.T) {
 	// The pg_query_go module is v6, which bundles the PostgreSQL 17 parser. A test
 	// binary's build information lists no dependencies, so the module versions are
 	// pinned by the test of the built command (cmd/sqlfence), not here.
-	want := regexp.MustCompile(`^sqlfence \S+\npg_query_go \S+, with the PostgreSQL 17\.\d+ parser\nbuilt with go\S+ for \S+/\S+\n$`)
+	want := regexp.MustCompile(`^sqlfence \S+\n(pg_query_go|go-pgquery) \S+ \((cgo|wasm)\), with the PostgreSQL 17\.\d+ parser\nbuilt with go\S+ for \S+/\S+\n$`)
 	if !want.MatchString(out) {
 		t.Errorf("sqlfence version printed:\n%s\nwant it to match %s", out, want)
 	}

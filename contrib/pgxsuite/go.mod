@@ -1,0 +1,17 @@
+module github.com/sqlfence/sqlfence/contrib/pgxsuite
+
+go 1.26
+
+replace github.com/sqlfence/sqlfence => ../..
+
+require (
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/sqlfence/sqlfence v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

@@ -1,0 +1,71 @@
+// The catalog's fingerprint: one query whose answer moves whenever a row of any
+// catalog the snapshot is read from changes, so that catalog_refresh can ask "has
+// anything changed?" every period for the price of a scan, and read the whole catalog
+// only when it has.
+
+package pgcatalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// FingerprintCatalogs are the catalogs the fingerprint covers: every catalog a query
+// of Resolve reads (Version, Relations, Unguarded, Similar, SearchPath and the
+// snapshot's), directly or through the server functions it calls (pg_get_functiondef,
+// pg_get_viewdef, pg_get_ruledef, pg_get_indexdef, format_type,
+// pg_relation_is_updatable, regclass and regnamespace lookups), and pg_db_role_setting,
+// where a role's or database's search_path for new sessions — the sessions the
+// catalog is read on — lives. TestFingerprintCoversQueries parses those queries and
+// holds this list to them.
+var FingerprintCatalogs = []string{
+	"pg_aggregate", "pg_am", "pg_attribute", "pg_class", "pg_collation", "pg_constraint",
+	"pg_db_role_setting", "pg_depend", "pg_event_trigger", "pg_extension", "pg_index",
+	"pg_inherits", "pg_language", "pg_namespace", "pg_opclass", "pg_operator", "pg_proc",
+	"pg_rewrite", "pg_trigger", "pg_type",
+}
+
+// FingerprintSQL is the fingerprint's query: for each catalog, the number of its rows
+// and the sum of a 64-bit hash of each row version's identity, (xmin, ctid).
+//
+// Why it moves with every change: a committed INSERT or UPDATE of a catalog row
+// writes a new row version whose xmin is the writing transaction, and the old version
+// still occupies its slot when the new one is placed, so the new (xmin, ctid) pair is
+// one no version visible before had; a DELETE removes a pair. Either changes the
+// multiset of pairs, and so the count or — but for a 2⁻⁶⁴ collision of the sums — the
+// sum. A rolled-back change leaves no visible version and moves nothing (nor does it
+// change what the full read would see). What moves it without changing what the full
+// read sees — another session's temporary table, VACUUM FULL of a catalog, TRUNCATE's
+// new relfilenode — costs a full read that finds the same rows (engine.Resolve's
+// digest), never a decision. In-place updates (VACUUM's relpages, relfrozenxid) keep
+// xmin and ctid: they change nothing the snapshot reads.
+//
+// Every name is qualified with pg_catalog: the query may run on an application's
+// session, whatever its search_path.
+var FingerprintSQL = fingerprintSQL(FingerprintCatalogs)
+
+func fingerprintSQL(catalogs []string) string {
+	parts := make([]string, len(catalogs))
+	for i, c := range catalogs {
+		parts[i] = `(SELECT pg_catalog.concat(pg_catalog.count(*), ':', pg_catalog.sum(pg_catalog.hashtextextended(pg_catalog.concat(x.xmin, ',', x.ctid), 0))) FROM pg_catalog.` + c + ` x)`
+	}
+	return "SELECT pg_catalog.concat_ws(' ',\n  " + strings.Join(parts, ",\n  ") + ")"
+}
+
+// Fingerprint reads the catalog's fingerprint: equal answers, read in two statements,
+// mean no catalog row the snapshot depends on changed between them.
+func Fingerprint(ctx context.Context, query QueryFunc) (string, error) {
+	rows, err := query(ctx, FingerprintSQL)
+	if err != nil {
+		return "", err
+	}
+	if len(rows) != 1 {
+		return "", fmt.Errorf("pgcatalog: the fingerprint query returned %d rows", len(rows))
+	}
+	s, ok := rowString(rows[0])
+	if !ok || s == "" {
+		return "", fmt.Errorf("pgcatalog: the fingerprint query returned %v", rows[0])
+	}
+	return s, nil
+}
