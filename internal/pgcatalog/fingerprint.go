@@ -45,10 +45,22 @@ var FingerprintCatalogs = []string{
 // session, whatever its search_path.
 var FingerprintSQL = fingerprintSQL(FingerprintCatalogs)
 
+// fingerprintWhere narrows a shared catalog to the rows that can reach this
+// connector's sessions: pg_db_role_setting is one table for the whole cluster, and
+// another database's or another role's defaults (ALTER DATABASE other SET …, ALTER
+// ROLE other SET …) would move the fingerprint, and cost a full read, for nothing a
+// session of this database and role can see.
+var fingerprintWhere = map[string]string{
+	"pg_db_role_setting": ` WHERE (pg_catalog.oideq(x.setdatabase, pg_catalog.oid(0))` +
+		` OR pg_catalog.oideq(x.setdatabase, (SELECT d.oid FROM pg_catalog.pg_database d WHERE pg_catalog.nameeq(d.datname, pg_catalog.current_database()))))` +
+		` AND (pg_catalog.oideq(x.setrole, pg_catalog.oid(0))` +
+		` OR pg_catalog.oideq(x.setrole, (SELECT r.oid FROM pg_catalog.pg_roles r WHERE pg_catalog.nameeq(r.rolname, session_user))))`,
+}
+
 func fingerprintSQL(catalogs []string) string {
 	parts := make([]string, len(catalogs))
 	for i, c := range catalogs {
-		parts[i] = `(SELECT pg_catalog.concat(pg_catalog.count(*), ':', pg_catalog.sum(pg_catalog.hashtextextended(pg_catalog.concat(x.xmin, ',', x.ctid), 0))) FROM pg_catalog.` + c + ` x)`
+		parts[i] = `(SELECT pg_catalog.concat(pg_catalog.count(*), ':', pg_catalog.sum(pg_catalog.hashtextextended(pg_catalog.concat(x.xmin, ',', x.ctid), 0))) FROM pg_catalog.` + c + ` x` + fingerprintWhere[c] + `)`
 	}
 	return "SELECT pg_catalog.concat_ws(' ',\n  " + strings.Join(parts, ",\n  ") + ")"
 }
