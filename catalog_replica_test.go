@@ -34,24 +34,28 @@ func TestCatalogDDLWithoutEventTrigger(t *testing.T) {
 		name string
 		ddl  []string // on one plain session, in order
 		wait bool     // the route moves no version: wait for the connector's check
+		// carried: once the connector has the rule (the event triggers saw it, or its
+		// check found their rows moved), the rule's DELETE is one the guard fences with
+		// the statement's carried epoch: a stale one is refused, a fresh one applies.
+		carried bool
 	}{
-		{"rule made in replica mode", []string{"SET session_replication_role = replica", rule, "RESET session_replication_role"}, false},
+		{"rule made in replica mode", []string{"SET session_replication_role = replica", rule, "RESET session_replication_role"}, false, true},
 		{"DO INSTEAD UPDATE made in replica mode", []string{"SET session_replication_role = replica",
 			`CREATE RULE lift AS ON INSERT TO inventory DO INSTEAD UPDATE inventory SET quantity = 0 WHERE sku = 'a'`,
-			"RESET session_replication_role"}, false},
+			"RESET session_replication_role"}, false, false},
 		{"INHERITS child with a rule made in replica mode", []string{"SET session_replication_role = replica",
 			"CREATE TABLE inventory_old () INHERITS (inventory)",
 			`CREATE RULE purge AS ON INSERT TO inventory_old DO ALSO DELETE FROM inventory WHERE sku = 'a'`,
 			"CREATE RULE route AS ON INSERT TO inventory DO INSTEAD INSERT INTO inventory_old VALUES (NEW.*)",
-			"RESET session_replication_role"}, false},
-		{"event trigger disabled", []string{"ALTER EVENT TRIGGER sqlfence_catalog_ddl DISABLE", rule}, true},
+			"RESET session_replication_role"}, false, false},
+		{"event trigger disabled", []string{"ALTER EVENT TRIGGER sqlfence_catalog_ddl DISABLE", rule}, true, false},
 		{"event trigger enabled only for origin sessions", []string{"ALTER EVENT TRIGGER sqlfence_catalog_ddl ENABLE",
-			"SET session_replication_role = replica", rule, "RESET session_replication_role"}, true},
-		{"event trigger dropped", []string{"DROP EVENT TRIGGER sqlfence_catalog_ddl", rule}, true},
+			"SET session_replication_role = replica", rule, "RESET session_replication_role"}, true, false},
+		{"event trigger dropped", []string{"DROP EVENT TRIGGER sqlfence_catalog_ddl", rule}, true, false},
 		{"event triggers disabled around the DDL", []string{"ALTER EVENT TRIGGER sqlfence_catalog_ddl DISABLE", rule,
-			"ALTER EVENT TRIGGER sqlfence_catalog_ddl ENABLE ALWAYS"}, true},
-		{"guard trigger disabled on the table", []string{"ALTER TABLE inventory DISABLE TRIGGER sqlfence_guard", rule}, true},
-		{"guard trigger enabled only for origin sessions", []string{"ALTER TABLE inventory ENABLE TRIGGER sqlfence_guard", rule}, true},
+			"ALTER EVENT TRIGGER sqlfence_catalog_ddl ENABLE ALWAYS"}, true, true},
+		{"guard trigger disabled on the table", []string{"ALTER TABLE inventory DISABLE TRIGGER sqlfence_guard", rule}, true, false},
+		{"guard trigger enabled only for origin sessions", []string{"ALTER TABLE inventory ENABLE TRIGGER sqlfence_guard", rule}, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,6 +86,15 @@ func TestCatalogDDLWithoutEventTrigger(t *testing.T) {
 			}
 			for i, epoch := range []int64{3, 3, 9} {
 				_, err := run(db, epoch, "INSERT INTO inventory (sku, quantity) VALUES ('z', 1)")
+				if c.carried && epoch == 9 {
+					if err != nil {
+						t.Fatalf("try %d (epoch %d), the rule's write carried: %v", i+1, epoch, err)
+					}
+					if got := stateOf(t, raw); !strings.HasPrefix(got, "z:1:9 |") {
+						t.Fatalf("try %d (epoch %d): state %q, want the row inserted at 9 and the rule's delete applied", i+1, epoch, got)
+					}
+					continue
+				}
 				if err == nil {
 					t.Errorf("try %d (epoch %d): the INSERT ran, with a rule or child the connector's snapshot does not have", i+1, epoch)
 				}

@@ -126,6 +126,11 @@ func TestCatalogVersionPgx(t *testing.T) {
 	if code := guard.Run([]string{"--policy", path, "--apply", "--dsn", f.dsn}, &out, &errOut); code != 0 {
 		t.Fatalf("sqlfence guard --apply: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
+	// A guard without its row trigger (as one installed before it could fence the
+	// server's writes): the trigger below is then refused by sqlfence on the new
+	// catalog, which is what this test is about (a guard that fences them:
+	// internal/cli/guard's carry_test.go).
+	f.exec(t, `DROP FUNCTION sqlfence.guard_row() CASCADE`)
 	ctx := timeout(t, context.Background())
 	cfg := f.poolConfig(t, pgx.QueryExecModeCacheStatement)
 	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
