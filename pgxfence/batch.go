@@ -51,7 +51,8 @@ func (fe *fence) sendBatch(ctx context.Context, t target, b *pgx.Batch, done fun
 			return fe.refuseBatch(n, i, err, done)
 		}
 		calls[i], sends[i] = c, send
-		check = check || c.Fenced
+		// A carried statement's fence is the guard's: its error is read back as one.
+		check = check || c.Fenced || c.Carried
 		withArgs = withArgs || len(send) > 0
 	}
 	if fe.mode == pgx.QueryExecModeSimpleProtocol && withArgs {
@@ -150,6 +151,16 @@ func (b *batch) readAll() {
 	b.err = b.inner.Close()
 	for i := range b.held {
 		b.held[i].err = b.explain(i, b.held[i].tag, b.held[i].err)
+	}
+	// Close reports the batch's first error, as pgx's does: the statement's as
+	// explained (the guard's fence as ErrFenced), not the server's bare one.
+	if b.err != nil {
+		for i := range b.held {
+			if b.held[i].err != nil {
+				b.err = b.held[i].err
+				break
+			}
+		}
 	}
 }
 
