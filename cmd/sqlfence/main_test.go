@@ -232,7 +232,8 @@ func TestBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("go list -m: %v", err)
 		}
-		want := regexp.MustCompile(`^sqlfence (\(devel\)|v\S+)\npg_query_go ` + regexp.QuoteMeta(strings.TrimSpace(string(pgq))) +
+		// The parser build linked follows CGO_ENABLED.
+		want := regexp.MustCompile(`^sqlfence (\(devel\)|v\S+)\n(pg_query_go ` + regexp.QuoteMeta(strings.TrimSpace(string(pgq))) + ` \(cgo\)|go-pgquery \S+ \(wasm\))` +
 			`, with the PostgreSQL 17\.\d+ parser\nbuilt with go\S+ for \S+/\S+\n$`)
 		if !want.MatchString(out) {
 			t.Errorf("sqlfence version printed:\n%s\nwant it to match %s", out, want)
