@@ -146,6 +146,13 @@ func (d *Decision) carryText(p *Policy, query string, epoch int64, cc *ClaimChec
 				Reason: fmt.Sprintf("the statement's triggers, foreign-key actions, rules or functions write protected tables, and the guard checks their claim by its key, which must be a string or an integer (not a %T)", cc.value),
 				Fix:    "give WithClaim the job's key as a string or an integer"}
 		}
+		if cc.table.Schema == "" {
+			// The guard's trigger runs with its own search_path (pg_catalog): it can
+			// read the claim row only by a schema-qualified name.
+			return "", &Error{Kind: KindRefused, Code: rulecode.ClaimUnusable, Table: d.carriedNames(), Epoch: epoch, Statement: query,
+				Reason: "the statement's triggers, foreign-key actions, rules or functions write protected tables, and the guard checks their claim on claim table " + cc.tableSQL() + ", whose schema sqlfence does not know (the table is not listed under claims: in the policy, or did not exist when the connections were opened)",
+				Fix:    "list the claim table under claims: in the policy, or give WithClaim its schema-qualified name (for example public.jobs)"}
+		}
 		claim = &guardmark.Claim{Table: cc.tableSQL(), KeyColumn: cc.key, EpochColumn: cc.epochCo, Key: key}
 	}
 	list := make([]guardmark.Carried, len(d.carry))

@@ -195,3 +195,56 @@ func TestGuardCarriedForged(t *testing.T) {
 		t.Errorf("orders were written")
 	}
 }
+
+// TestGuardCarriesClaim: under a claim, the epoch the statement carries comes with its
+// claim check: a trigger's write under the current claim applies and is stamped with
+// the claim's epoch; once the claim is superseded the same statement is fenced
+// (SF102, the claim superseded) and writes nothing, although the row's own epoch is
+// still below the old claim's; the successor's claim then writes.
+func TestGuardCarriesClaim(t *testing.T) {
+	t.Parallel()
+	db, dsn, state := carryFixture(t)
+	ctx := t.Context()
+	raw := clitest.PGConnect(t, dsn, nil)
+	if _, err := raw.Exec(ctx, `CREATE TABLE jobs (id int PRIMARY KEY, lease_epoch bigint NOT NULL); INSERT INTO jobs VALUES (1, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	widget := `SELECT format('%s %s', quantity, writer_epoch) FROM inventory WHERE sku = 'widget'`
+	claim := func(epoch int64) context.Context {
+		return sqlfence.WithClaim(ctx, sqlfence.Claim{Table: "public.jobs", Key: 1, Epoch: epoch})
+	}
+	// An unqualified claim table the policy does not list: the guard, which reads the
+	// claim row under its own search_path, could not name it, so sqlfence refuses.
+	_, err := db.ExecContext(sqlfence.WithClaim(ctx, sqlfence.Claim{Table: "jobs", Key: 1, Epoch: 7}), "INSERT INTO orders VALUES (9, 'widget', 3)")
+	if !errors.Is(err, sqlfence.ErrRefused) || !strings.Contains(err.Error(), "claims:") {
+		t.Errorf("unqualified claim table: %v, want a refusal that says to list it under claims:", err)
+	}
+	if _, err := db.ExecContext(claim(7), "INSERT INTO orders VALUES (1, 'widget', 3)"); err != nil {
+		t.Fatalf("current claim: %v", err)
+	}
+	if got := state(widget); got != "7 7" {
+		t.Fatalf("widget = %s after the current claim's write, want 7 7", got)
+	}
+	if _, err := raw.Exec(ctx, `UPDATE jobs SET lease_epoch = 8 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	// Strict mode would also refuse epoch 7 again on the row; a row the claim has
+	// not written yet shows the claim check alone: bolt is at 5.
+	_, err = db.ExecContext(claim(7), "INSERT INTO orders VALUES (2, 'bolt', 1)")
+	var fe *sqlfence.Error
+	if !errors.Is(err, sqlfence.ErrFenced) || !errors.As(err, &fe) || fe.Code != "SF102" {
+		t.Errorf("superseded claim: %v, want ErrFenced SF102", err)
+	}
+	if got := state(`SELECT format('%s %s', quantity, writer_epoch) FROM inventory WHERE sku = 'bolt'`); got != "4 5" {
+		t.Errorf("bolt = %s after the superseded claim, want 4 5 (nothing written)", got)
+	}
+	if got := state(`SELECT count(*)::text FROM orders`); got != "1" {
+		t.Errorf("orders = %s after the superseded claim, want 1", got)
+	}
+	if _, err := db.ExecContext(claim(8), "INSERT INTO orders VALUES (3, 'bolt', 1)"); err != nil {
+		t.Fatalf("successor's claim: %v", err)
+	}
+	if got := state(`SELECT format('%s %s', quantity, writer_epoch) FROM inventory WHERE sku = 'bolt'`); got != "3 8" {
+		t.Errorf("bolt = %s after the successor's write, want 3 8", got)
+	}
+}
