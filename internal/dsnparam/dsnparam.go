@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // Policy is the DSN parameter that names the policy file.
@@ -137,7 +139,7 @@ func checkKey(key string) error {
 	}
 	near := ""
 	for _, k := range Known {
-		if distance(lower, k) <= 3 {
+		if sqlident.Distance(lower, k) <= 3 {
 			near = k
 			break
 		}
@@ -150,25 +152,4 @@ func checkKey(key string) error {
 	}
 	return fmt.Errorf("sqlfence: unknown DSN parameter %q (did you mean %s?); sqlfence reads only %s=PATH from the DSN, and pgx would send any other to the server as a setting",
 		key, near, Policy)
-}
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sqlfence/sqlfence/internal/sqlident"
 )
 
 // similarSQL lists the user relations whose name is within three characters' length
@@ -46,7 +48,7 @@ func Similar(ctx context.Context, query QueryFunc, schema, name string) ([]strin
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("pgcatalog: similar names query returned unexpected types %T", row)
 		}
-		if d := distance(strings.ToLower(name), strings.ToLower(n)); d <= limit {
+		if d := sqlident.Distance(strings.ToLower(name), strings.ToLower(n)); d <= limit {
 			cs = append(cs, cand{s + "." + n, d})
 		}
 	}
@@ -64,32 +66,6 @@ func Similar(ctx context.Context, query QueryFunc, schema, name string) ([]strin
 		out = append(out, c.name)
 	}
 	return out, nil
-}
-
-// distance is the Levenshtein distance of a and b, by bytes, with a transposition
-// counting once (inventroy is one step from inventory).
-func distance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // searchPathSQL lists the schemas an unqualified name resolves through, in order
