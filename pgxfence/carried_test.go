@@ -1,19 +1,13 @@
 package pgxfence_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/cli/guard"
-	"github.com/sqlfence/sqlfence/pgxfence"
 )
 
 // TestCarriedPgx: with a guard that fences the server's writes, a statement whose
@@ -24,31 +18,8 @@ import (
 // applies and stamps the row.
 func TestCarriedPgx(t *testing.T) {
 	f := newFixture(t)
-	path := filepath.Join(t.TempDir(), "sqlfence.yaml")
-	if err := os.WriteFile(path, []byte("version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n    mode: repeatable\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	if code := guard.Run([]string{"--policy", path, "--apply", "--dsn", f.dsn}, &out, &errOut); code != 0 {
-		t.Fatalf("sqlfence guard --apply: exit %d\n%s%s", code, out.String(), errOut.String())
-	}
-	f.exec(t, restockDDL)
+	pool := f.guardedPool(t, "version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n    mode: repeatable\n", restockDDL)
 	ctx := timeout(t, context.Background())
-	cfg := f.poolConfig(t, pgx.QueryExecModeCacheStatement)
-	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
-	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sqlfence.LoadPolicy(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxfence.New(pgxPool, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	before := f.state(t, inventoryState)
 	for _, e := range entries {
 		if e.name == "CopyFrom" {

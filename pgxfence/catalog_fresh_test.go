@@ -1,19 +1,14 @@
 package pgxfence_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/cli/guard"
 	"github.com/sqlfence/sqlfence/pgxfence"
 )
 
@@ -118,35 +113,13 @@ func TestCatalogRefreshPgx(t *testing.T) {
 // retry is decided on the new catalog too. No protected row changes.
 func TestCatalogVersionPgx(t *testing.T) {
 	f := newFixture(t)
-	path := filepath.Join(t.TempDir(), "sqlfence.yaml")
-	if err := os.WriteFile(path, []byte("version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	if code := guard.Run([]string{"--policy", path, "--apply", "--dsn", f.dsn}, &out, &errOut); code != 0 {
-		t.Fatalf("sqlfence guard --apply: exit %d\n%s%s", code, out.String(), errOut.String())
-	}
 	// A guard without its row trigger (as one installed before it could fence the
 	// server's writes): the trigger below is then refused by sqlfence on the new
 	// catalog, which is what this test is about (a guard that fences them:
 	// internal/cli/guard's carry_test.go).
-	f.exec(t, `DROP FUNCTION sqlfence.guard_row() CASCADE`)
+	pool := f.guardedPool(t, "version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n",
+		`DROP FUNCTION sqlfence.guard_row() CASCADE`)
 	ctx := timeout(t, context.Background())
-	cfg := f.poolConfig(t, pgx.QueryExecModeCacheStatement)
-	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
-	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sqlfence.LoadPolicy(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxfence.New(pgxPool, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	fresh := sqlfence.WithEpoch(ctx, 9)
 	if _, err := pool.Exec(fresh, `UPDATE inventory SET quantity = 11 WHERE sku = 'a'`); err != nil {
 		t.Fatalf("warm: %v", err)

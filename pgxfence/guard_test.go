@@ -1,22 +1,16 @@
 package pgxfence_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqlfence/sqlfence"
-	"github.com/sqlfence/sqlfence/internal/cli/guard"
-	"github.com/sqlfence/sqlfence/pgxfence"
 )
 
 // TestGuard: with the database-side guard installed, pgxfence's fenced writes
@@ -25,30 +19,8 @@ import (
 // CopyFrom, whose COPY text pgx writes without the marker.
 func TestGuard(t *testing.T) {
 	f := newFixture(t)
-	path := filepath.Join(t.TempDir(), "sqlfence.yaml")
-	if err := os.WriteFile(path, []byte("version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	if code := guard.Run([]string{"--policy", path, "--apply", "--dsn", f.dsn}, &out, &errOut); code != 0 {
-		t.Fatalf("sqlfence guard --apply: exit %d\n%s%s", code, out.String(), errOut.String())
-	}
+	pool := f.guardedPool(t, "version: 1\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
 	ctx := timeout(t, context.Background())
-	cfg := f.poolConfig(t, pgx.QueryExecModeCacheStatement)
-	cfg.ConnConfig.RuntimeParams[sqlfence.GuardSetting] = "on"
-	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sqlfence.LoadPolicy(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxfence.New(pgxPool, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	fresh := sqlfence.WithEpoch(ctx, 7)
 	if _, err := pool.Exec(fresh, `UPDATE inventory SET quantity = 1 WHERE sku = 'a'`); err != nil {
 		t.Fatalf("fenced write under the guard: %v", err)
