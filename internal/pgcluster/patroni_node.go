@@ -33,6 +33,20 @@ type PatroniNode struct {
 	cut     *walsenderCut
 }
 
+// logTail returns the last lines of the node's patroni.log (Patroni's and
+// postgres' output), for a failed test to show.
+func (n *PatroniNode) logTail(lines int) string {
+	b, err := os.ReadFile(filepath.Join(n.dir, "patroni.log"))
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
 // Name is the node's Patroni member name, also its application_name as a
 // replica: "node0", …
 func (n *PatroniNode) Name() string { return n.name }
@@ -306,6 +320,17 @@ func (p *Patroni) Failover(ctx context.Context, candidate *PatroniNode) error {
 		return err
 	}
 	return p.waitLeaderIs(ctx, candidate)
+}
+
+// Reinit rebuilds n from the leader (patronictl reinit: its data deleted, a
+// fresh base backup) and returns once it streams. An operator's step: a node
+// on a newer timeline than the leader cannot follow it, and Patroni leaves it
+// so.
+func (p *Patroni) Reinit(ctx context.Context, n *PatroniNode) error {
+	if err := p.patronictl(ctx, "reinit", p.scope, n.name, "--force", "--wait"); err != nil {
+		return err
+	}
+	return n.WaitStreaming(ctx)
 }
 
 // Switchover hands the leadership from the current leader to candidate with
