@@ -80,10 +80,23 @@ type QueryFunc func(ctx context.Context, sql string, args ...any) ([][]any, erro
 // Relations lists the relations a protected table's rows can be written through,
 // shallowest first. An empty result means no such table exists.
 func Relations(ctx context.Context, query QueryFunc, schema, name, epochColumn string) ([]Relation, error) {
-	rows, err := query(ctx, RelationsSQL("$1::text", "$2::text", "$3::text"), schema, name, epochColumn)
+	r := RelationsRead(schema, name, epochColumn)
+	rows, err := query(ctx, r.SQL, r.Args...)
 	if err != nil {
 		return nil, err
 	}
+	return DecodeRelations(rows)
+}
+
+// RelationsRead is Relations as one of a catalog read's queries (Reads); its rows
+// are DecodeRelations'.
+func RelationsRead(schema, name, epochColumn string) Read {
+	return Read{What: "the relations of " + name, SQL: RelationsSQL("$1::text", "$2::text", "$3::text"),
+		Args: []any{schema, name, epochColumn}, Columns: 7, Order: "c5, c2, c3"}
+}
+
+// DecodeRelations reads the rows of RelationsSQL.
+func DecodeRelations(rows [][]any) ([]Relation, error) {
 	out := make([]Relation, 0, len(rows))
 	for _, row := range rows {
 		if len(row) != 7 {
