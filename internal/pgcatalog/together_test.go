@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sqlfence/sqlfence/internal/pgcatalog"
+	"github.com/sqlfence/sqlfence/internal/pgfunc"
 	"github.com/sqlfence/sqlfence/internal/pgtest"
 )
 
@@ -167,4 +168,66 @@ func TestReadsOneSnapshot(t *testing.T) {
 	if b[0][0] != int64(0) || a[0][0] != int64(1) {
 		t.Fatalf("one by one: snap_u counted %v then %v, want 0 then 1", b[0][0], a[0][0])
 	}
+}
+
+// TestBuiltinsAgainstList: the more volatile of the embedded list's answer
+// (pgfunc.Builtin) and the server's answer to BuiltinsSQL, the functions the list
+// does not know or knows as less volatile, is for every name the more volatile of
+// the list's and what the whole of pg_proc's pg_catalog says (what the driver used
+// before it sent the list) — on a stock server, and where a superuser created a
+// function in pg_catalog, made a built-in more volatile, or added a more volatile
+// overload to one (each of which the answer must hold).
+func TestBuiltinsAgainstList(t *testing.T) {
+	conn := connect(t, pgtest.NewDB(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := pgcatalog.PgxQuery(conn, pgx.QueryExecModeExec)
+	const whole = `SELECT p.proname::text, max(p.provolatile::text) FROM pg_catalog.pg_proc p
+		WHERE p.pronamespace = 'pg_catalog'::regnamespace GROUP BY 1`
+	check := func(when string, want map[string]string) {
+		t.Helper()
+		rows, err := q(ctx, whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server := map[string]string{}
+		for _, r := range rows {
+			server[r[0].(string)] = r[1].(string)
+		}
+		diff, err := q(ctx, pgcatalog.BuiltinsSQL, pgfunc.BuiltinList())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range diff {
+			got[r[0].(string)] = r[1].(string)
+		}
+		// What the engine computes (builtinVolatility): the more volatile of the
+		// list's and the answer's, against the same of the list's and the server's,
+		// which is what it computed from the whole of pg_proc.
+		for name, v := range server {
+			lv, _ := pgfunc.Builtin(name)
+			if merged, whole := max(string(lv), got[name]), max(string(lv), v); merged != whole {
+				t.Errorf("%s: %s: list %q and answer %q give %q, with the whole of pg_proc %q", when, name, lv, got[name], merged, whole)
+			}
+		}
+		for name, v := range want {
+			if got[name] != v {
+				t.Errorf("%s: %s answered %q, want %q", when, name, got[name], v)
+			}
+		}
+		t.Logf("%s: %d of %d names answered", when, len(got), len(server))
+	}
+	check("stock", nil)
+	for _, ddl := range []string{
+		`CREATE FUNCTION pg_catalog.sqlfence_made_here() RETURNS int LANGUAGE sql STABLE AS 'SELECT 1'`,
+		`ALTER FUNCTION pg_catalog.lower(text) VOLATILE`,
+		`CREATE FUNCTION pg_catalog.upper(int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT 1'`,
+		`ALTER FUNCTION pg_catalog.now() IMMUTABLE`, // less volatile: the list's answer stands
+	} {
+		if _, err := conn.Exec(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after", map[string]string{"sqlfence_made_here": "s", "lower": "v", "upper": "v", "now": ""})
 }
