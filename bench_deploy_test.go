@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +40,11 @@ type deployRun struct {
 func BenchmarkDeployProcess(b *testing.B) {
 	dsn, policyPath, p := benchDatabase(b)
 	bin := filepath.Join(b.TempDir(), "benchdeploy")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./internal/benchdeploy")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		b.Skipf("no go command to build internal/benchdeploy: %v", err)
+	}
+	build := exec.Command(goBin, "build", "-o", bin, "./internal/benchdeploy")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build ./internal/benchdeploy: %v\n%s", err, out)
 	}
