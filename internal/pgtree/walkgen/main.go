@@ -114,6 +114,7 @@ func main() {
 	b.WriteString("\t}\n\treturn true\n}\n")
 	write("children_gen.go", b.Bytes())
 	write("match_gen.go", matchSource())
+	write("decode_gen.go", decodeSource())
 }
 
 func write(name string, src []byte) {
