@@ -45,23 +45,32 @@ func Parse(text string, limit int) (*pg.ParseResult, error) {
 }
 
 // ParseTokens is Parse for text the caller has scanned with ScanTokens.
-func ParseTokens(text string, tokens []Token, limit int) (tree *pg.ParseResult, err error) {
+func ParseTokens(text string, tokens []Token, limit int) (*pg.ParseResult, error) {
 	m, berr := MeasureTokens(text, tokens, false, limit)
 	if berr != nil {
 		return nil, berr
 	}
-	onStack(m, func() { tree, err = pgquery.Parse(text) })
-	return tree, err
+	return parseTree(text, m)
 }
 
 // ParseScanned is Parse for text the caller has scanned already.
-func ParseScanned(text string, tokens []*pg.ScanToken, limit int) (tree *pg.ParseResult, err error) {
+func ParseScanned(text string, tokens []*pg.ScanToken, limit int) (*pg.ParseResult, error) {
 	m, berr := Measure(text, tokens, false, limit)
 	if berr != nil {
 		return nil, berr
 	}
-	onStack(m, func() { tree, err = pgquery.Parse(text) })
-	return tree, err
+	return parseTree(text, m)
+}
+
+// parseTree parses text, of measure m, and decodes the tree (decode.go).
+func parseTree(text string, m int) (*pg.ParseResult, error) {
+	var out []byte
+	var err error
+	onStack(m, func() { out, err = pgquery.ParseToProtobuf(text) })
+	if err != nil {
+		return nil, err
+	}
+	return decodeTree(out)
 }
 
 // parseEncoded is Parse that returns the parser's protobuf output as it comes, for

@@ -41,15 +41,12 @@ func WalkNodes(m proto.Message, f func(proto.Message) bool) {
 
 // messageFields is, per message type, where Walk finds its children (its message
 // fields outside oneofs), what Equal compares (its fields outside oneofs, positions
-// left out), its oneofs (Node's hundreds of members are one), and by field number
-// what sameEncoding needs (which fields are positions, which hold messages): read
-// from the descriptor once, not ranged over at every node.
+// left out) and its oneofs (Node's hundreds of members are one): read from the
+// descriptor once, not ranged over at every node.
 type messageFields struct {
-	children  []protoreflect.FieldDescriptor
-	compared  []protoreflect.FieldDescriptor
-	oneofs    []protoreflect.OneofDescriptor
-	positions []bool
-	messages  []protoreflect.MessageDescriptor
+	children []protoreflect.FieldDescriptor
+	compared []protoreflect.FieldDescriptor
+	oneofs   []protoreflect.OneofDescriptor
 }
 
 var messageFieldsOf sync.Map // protoreflect.MessageDescriptor → *messageFields
@@ -59,17 +56,9 @@ func fieldsOf(desc protoreflect.MessageDescriptor) *messageFields {
 		return v.(*messageFields)
 	}
 	fields := desc.Fields()
-	top := 0
-	for i := 0; i < fields.Len(); i++ {
-		top = max(top, int(fields.Get(i).Number()))
-	}
-	mf := &messageFields{positions: make([]bool, top+1), messages: make([]protoreflect.MessageDescriptor, top+1)}
+	mf := &messageFields{}
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		mf.positions[fd.Number()] = isPosition(fd)
-		if fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
-			mf.messages[fd.Number()] = fd.Message()
-		}
 		if fd.ContainingOneof() != nil {
 			continue
 		}

@@ -1,8 +1,10 @@
-// Command walkgen writes children_gen.go: pgtree's walk over pg_query's trees as
-// plain Go, one case per message type, read from the generated code's descriptors.
-// Walking by protobuf reflection costs an interface call, a descriptor lookup and a
-// boxed value per field of every node; every statement sqlfence decides is walked
-// by each of its judges.
+// Command walkgen writes children_gen.go, pgtree's walk over pg_query's trees, and
+// match_gen.go, its comparison of the parser's protobuf output with a tree, as plain
+// Go, one case or function per message type, read from the generated code's
+// descriptors. Walking by protobuf reflection costs an interface call, a descriptor
+// lookup and a boxed value per field of every node; every statement sqlfence decides
+// is walked by each of its judges, and every rewrite compared with the parse of its
+// output.
 package main
 
 import (
@@ -110,11 +112,17 @@ func main() {
 		fmt.Fprintf(&b, "\tcase *pg.%s:\n\t\tif x == nil {\n\t\t\tbreak\n\t\t}\n%s", goType.Name(), body.String())
 	}
 	b.WriteString("\t}\n\treturn true\n}\n")
-	out, err := format.Source(b.Bytes())
+	write("children_gen.go", b.Bytes())
+	write("match_gen.go", matchSource())
+	write("decode_gen.go", decodeSource())
+}
+
+func write(name string, src []byte) {
+	out, err := format.Source(src)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := os.WriteFile("children_gen.go", out, 0o644); err != nil {
+	if err := os.WriteFile(name, out, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
