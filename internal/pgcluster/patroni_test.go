@@ -45,6 +45,13 @@ func TestPatroniFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl1, _ := position(t, leader)
+	// Asynchronous: every replica has the row before the crash, so the node
+	// promoted has the table the test writes next.
+	for _, n := range p.Nodes() {
+		if n != leader {
+			waitRows(t, n, "SELECT count(*) FROM t", 1)
+		}
+	}
 
 	begin := time.Now()
 	if err := leader.Kill(); err != nil {
@@ -120,6 +127,9 @@ func TestPatroniFrozenLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl1, _ := position(t, leader)
+	// Asynchronous: the replica must have the table and its row before the
+	// cut, or the new leader has neither and the test measures nothing.
+	waitRows(t, replica, "SELECT count(*) FROM t", 1)
 	if err := replica.CutReplication(step(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}

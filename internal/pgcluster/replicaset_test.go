@@ -55,10 +55,13 @@ func count(t *testing.T, n *Node, sql string) int64 {
 	return c
 }
 
-func position(t *testing.T, n interface {
+// member is a node of either harness: a ReplicaSet's or a Patroni cluster's.
+type member interface {
 	Name() string
 	DSN(string) string
-}) (tl int64, standby bool) {
+}
+
+func position(t *testing.T, n member) (tl int64, standby bool) {
 	t.Helper()
 	p, err := readPosition(step(t, 10*time.Second), n.DSN("postgres"))
 	if err != nil {
@@ -68,7 +71,7 @@ func position(t *testing.T, n interface {
 }
 
 // waitRows waits until sql counts want rows on n (a standby catching up).
-func waitRows(t *testing.T, n *Node, sql string, want int64) {
+func waitRows(t *testing.T, n member, sql string, want int64) {
 	t.Helper()
 	err := poll(step(t, 10*time.Second), n.Name()+" catching up", 20*time.Millisecond, func(ctx context.Context) (bool, error) {
 		var c int64
