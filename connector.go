@@ -58,7 +58,7 @@ func newConnector(inner driver.Connector, p *Policy, opts ...ConnectorOption) (*
 		return nil, err
 	}
 	c := &connector{inner: inner, fence: f}
-	f.dial = c.dialCatalog
+	f.dial, f.dialIdle = c.dialCatalog, true
 	return c, nil
 }
 
@@ -111,7 +111,8 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			ic.Close()
 			return nil, errors.New("sqlfence: resolve: catalog needs a driver that implements QueryerContext")
 		}
-		if err := c.Ready(ctx, queryerQuerier(q), false); err != nil {
+		// A new connection is outside any transaction: idle.
+		if err := c.Ready(ctx, queryerQuerier(q), true); err != nil {
 			ic.Close()
 			return nil, err
 		}

@@ -80,6 +80,10 @@ type fence struct {
 	// again (the database/sql connector sets it): outside the application's
 	// transaction, whose snapshot may predate the DDL, and free of its aborted state.
 	dial func(ctx context.Context) (front.Querier, func(), error)
+	// dialIdle: catchUp reads on a dialed connection even when the session is
+	// idle (the database/sql connector: free of the session's settings too); else
+	// (SetDial, pgxfence) only from inside a transaction.
+	dialIdle bool
 
 	// history is where the servers this connector used stood (history.go).
 	history history
@@ -130,6 +134,10 @@ func logUnresolved(l *slog.Logger, source string) {
 // current is the enforcer for the catalog as last read.
 func (f *fence) current() *enforcer { return f.enforcer.Load() }
 
+// SetDial is how the front opens a connection of its own to read the catalog on,
+// outside the application's transaction (front.Fence.SetDial).
+func (f *fence) SetDial(dial func(ctx context.Context) (front.Querier, func(), error)) { f.dial = dial }
+
 // Ready reads the catalog before the first statement, and again before a statement
 // when it may have changed: the guard said so (stale), or, where the database has no
 // catalog version, catalog_refresh has passed. Otherwise it costs two atomic loads.
@@ -151,6 +159,17 @@ func (f *fence) Ready(ctx context.Context, q front.Querier, idle bool) error {
 	f.resolveMu.Lock()
 	defer f.resolveMu.Unlock()
 	if !f.resolved {
+		if !idle && f.dial != nil {
+			// Inside the application's transaction the read would take its snapshot
+			// (REPEATABLE READ: one older than the version, which is read past it),
+			// so it goes on a connection of its own.
+			dq, done, err := f.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
+			q = dq
+		}
 		return f.reload(ctx, q)
 	}
 	if !f.stale.Load() && !f.due() {
@@ -201,7 +220,7 @@ func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
 		}
 	}()
 	dial := func() error {
-		if f.dial == nil || done != nil {
+		if f.dial == nil || done != nil || idle && !f.dialIdle {
 			return nil
 		}
 		dq, d, err := f.dial(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sqlfence/sqlfence"
 	"github.com/sqlfence/sqlfence/pgxfence"
@@ -152,5 +153,60 @@ func TestCatalogVersionPgx(t *testing.T) {
 	}
 	if got := f.state(t, inventoryState); got != "a:11:9 b:20:5" {
 		t.Fatalf("inventory %q", got)
+	}
+}
+
+// TestCatalogReadOutsideTxPgx: a catalog read due while the application is inside a
+// REPEATABLE READ transaction — catalog_refresh's period passed — goes on a
+// connection of its own, not on the transaction, whose snapshot predates another
+// session's trigger: read there, the fingerprint would match the one read before
+// the transaction began, and the insert that the trigger turns into a write of the
+// protected table would be decided on the old catalog and sent. It is refused
+// (SF502) inside the transaction, on a pool and on a single connection (whose one
+// connection the transaction holds), and no protected row changes.
+func TestCatalogReadOutsideTxPgx(t *testing.T) {
+	for _, kind := range []string{"pool", "conn"} {
+		t.Run(kind, func(t *testing.T) {
+			f := newFixture(t)
+			p := policy(t, "version: 1\nresolve: catalog\ncatalog_refresh: 200ms\nepoch_column: writer_epoch\ntables:\n  - name: inventory\n")
+			var db interface {
+				BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+				Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+			}
+			if kind == "pool" {
+				db = f.pool(t, p, pgx.QueryExecModeCacheStatement)
+			} else {
+				db = f.conn(t, p, pgx.QueryExecModeCacheStatement)
+			}
+			ctx := timeout(t, context.Background())
+			if _, err := db.Exec(ctx, `SELECT 1`); err != nil { // the first read, before the transaction
+				t.Fatal(err)
+			}
+			tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.WithoutCancel(ctx))
+			if _, err := tx.Exec(ctx, `SELECT count(*) FROM audit`); err != nil { // the transaction's snapshot
+				t.Fatal(err)
+			}
+			f.exec(t, restockDDL)
+			time.Sleep(300 * time.Millisecond) // past the period
+			for _, epoch := range []int64{0, 3, 9} {
+				ectx := ctx
+				if epoch != 0 {
+					ectx = sqlfence.WithEpoch(ctx, epoch)
+				}
+				if _, err := tx.Exec(ectx, auditInsert); !refusedAs(err, "SF502") {
+					t.Fatalf("insert at epoch %d in the transaction after another session's trigger: %v, want SF502", epoch, err)
+				}
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.state(t, inventoryState); got != "a:10:5 b:20:5" {
+				t.Fatalf("inventory %q, want it untouched", got)
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@ type fence struct {
 // fenceKeys numbers the fences made, for their keys.
 var fenceKeys atomic.Uint64
 
-func open(p *sqlfence.Policy, opts []sqlfence.ConnectorOption, mode pgx.QueryExecMode) (*fence, error) {
+func open(p *sqlfence.Policy, opts []sqlfence.ConnectorOption, cfg *pgx.ConnConfig) (*fence, error) {
 	if p == nil {
 		return nil, errors.New("pgxfence: nil policy; load one with sqlfence.LoadPolicy or sqlfence.ParsePolicy")
 	}
@@ -45,7 +45,31 @@ func open(p *sqlfence.Policy, opts []sqlfence.ConnectorOption, mode pgx.QueryExe
 	if err != nil {
 		return nil, err
 	}
-	return &fence{f: f, mode: mode, key: "sqlfence/session/" + strconv.FormatUint(fenceKeys.Add(1), 10)}, nil
+	fe := &fence{f: f, mode: cfg.DefaultQueryExecMode, key: "sqlfence/session/" + strconv.FormatUint(fenceKeys.Add(1), 10)}
+	f.SetDial(fe.dialer(cfg))
+	return fe, nil
+}
+
+// dialer opens a connection of cfg, not of the pool (whose every connection may be
+// held, one by the very transaction that asks), to read the catalog on outside the
+// application's transaction (front.Fence.SetDial); the catalog is read only from a
+// server the connector's history admits.
+func (fe *fence) dialer(cfg *pgx.ConnConfig) func(ctx context.Context) (front.Querier, func(), error) {
+	return func(ctx context.Context) (front.Querier, func(), error) {
+		c := cfg.Copy()
+		c.Tracer = nil // the application's traces show its own statements only
+		conn, err := pgx.ConnectConfig(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		closeConn := func() { conn.Close(context.Background()) }
+		q := target{run: conn}.querier(fe)
+		if _, _, err := fe.f.Session(ctx, q, conn); err != nil {
+			closeConn()
+			return nil, nil, err
+		}
+		return q, closeConn, nil
+	}
 }
 
 // Pool is a *pgxpool.Pool whose statements are fenced.
@@ -72,7 +96,7 @@ func New(pool *pgxpool.Pool, p *sqlfence.Policy, opts ...sqlfence.ConnectorOptio
 	if err := checkGuardSetting(pool.Config().ConnConfig.RuntimeParams, poolConn(pool)); err != nil {
 		return nil, err
 	}
-	fe, err := open(p, opts, pool.Config().ConnConfig.DefaultQueryExecMode)
+	fe, err := open(p, opts, pool.Config().ConnConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +120,7 @@ func NewConn(conn *pgx.Conn, p *sqlfence.Policy, opts ...sqlfence.ConnectorOptio
 	if err := checkGuardSetting(conn.Config().RuntimeParams, connConn(conn)); err != nil {
 		return nil, err
 	}
-	fe, err := open(p, opts, conn.Config().DefaultQueryExecMode)
+	fe, err := open(p, opts, conn.Config())
 	if err != nil {
 		return nil, err
 	}

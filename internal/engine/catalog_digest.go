@@ -30,35 +30,39 @@ var digestSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 func digesting(query Querier, d *catalogDigest) Querier {
 	return func(ctx context.Context, sql string, args ...any) ([][]any, error) {
 		rows, err := query(ctx, sql, args...)
-		if err != nil {
-			return rows, err
+		if err == nil {
+			d.add(sql, args, rows)
 		}
-		var h [2]maphash.Hash
-		var head [2]uint64
-		for s := range h {
-			h[s].SetSeed(digestSeeds[s])
-			h[s].WriteString(sql)
-			for _, a := range args {
-				writeValue(&h[s], a)
-			}
-			head[s] = h[s].Sum64()
-		}
-		var buf [8]byte
-		for _, row := range rows {
-			for s := range h {
-				h[s].Reset()
-				binary.LittleEndian.PutUint64(buf[:], head[s])
-				h[s].Write(buf[:])
-				for _, v := range row {
-					writeValue(&h[s], v)
-				}
-				d.sum[s] += h[s].Sum64()
-			}
-		}
-		d.rows += len(rows) + 1
-		d.set = true
-		return rows, nil
+		return rows, err
 	}
+}
+
+// add adds the rows a query returned: its text, its arguments and each row.
+func (d *catalogDigest) add(sql string, args []any, rows [][]any) {
+	var h [2]maphash.Hash
+	var head [2]uint64
+	for s := range h {
+		h[s].SetSeed(digestSeeds[s])
+		h[s].WriteString(sql)
+		for _, a := range args {
+			writeValue(&h[s], a)
+		}
+		head[s] = h[s].Sum64()
+	}
+	var buf [8]byte
+	for _, row := range rows {
+		for s := range h {
+			h[s].Reset()
+			binary.LittleEndian.PutUint64(buf[:], head[s])
+			h[s].Write(buf[:])
+			for _, v := range row {
+				writeValue(&h[s], v)
+			}
+			d.sum[s] += h[s].Sum64()
+		}
+	}
+	d.rows += len(rows) + 1
+	d.set = true
 }
 
 // writeValue writes v with its type and length, so that no two different rows

@@ -21,8 +21,6 @@ import (
 // relations and that snapshot.
 func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	var digest catalogDigest
-	plain := query
-	query = digesting(query, &digest)
 	var extra []Table
 	seen := map[QualifiedName]bool{}
 	for _, t := range p.Tables {
@@ -30,21 +28,40 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	}
 	protected := map[uint32]*Table{}
 	chk := &policyCheck{ctx: ctx, query: query, source: p.Source}
-	// The version first: a snapshot read after it can only be newer (version.go).
-	ver, err := pgcatalog.Version(ctx, query)
+	// The version first, in a statement of its own: it waits for the DDL in flight,
+	// and a snapshot taken after it can only be newer (version.go).
+	ver, err := pgcatalog.Version(ctx, digesting(query, &digest))
 	if err != nil {
 		return nil, chk.readError("reading the catalog version", err)
 	}
-	// Where catalog_refresh will read the catalog again, its fingerprint, before the
-	// rest: a later fingerprint equal to it means nothing this read sees has changed
-	// (pgcatalog.Fingerprint). Left out of the digest, which is of what the rest read.
+	var columns []string
+	for _, t := range p.Tables {
+		if !slices.Contains(columns, t.EpochColumn) {
+			columns = append(columns, t.EpochColumn)
+		}
+	}
+	reads, at := catalogReads(p, ver, columns)
+	rows, err := reads.Run(ctx, query)
+	if err != nil {
+		return nil, chk.readError("reading the catalog", err)
+	}
+	for i := range reads.Len() {
+		if i != at.fingerprint {
+			r := reads.At(i)
+			digest.add(r.SQL, r.Args, rows[i])
+		}
+	}
+	// Where catalog_refresh will read the catalog again, its fingerprint, in the
+	// snapshot of the rest: a later fingerprint equal to it means nothing this read
+	// saw has changed (pgcatalog.Fingerprint). Left out of the digest, which is of
+	// what the rest read.
 	var fingerprint string
-	if p.CatalogRefresh > 0 && !ver.Installed() {
-		fingerprint, _ = pgcatalog.Fingerprint(ctx, plain) // "": the first period reads it all
+	if at.fingerprint >= 0 {
+		fingerprint, _ = pgcatalog.FingerprintOf(rows[at.fingerprint]) // "": the first period reads it all
 	}
 	for i := range p.Tables {
 		t := &p.Tables[i]
-		rels, err := pgcatalog.Relations(ctx, query, t.Schema, t.Name, t.EpochColumn)
+		rels, err := pgcatalog.DecodeRelations(rows[at.tables[i]])
 		if err != nil {
 			return nil, chk.readError("reading "+t.QualifiedName.String(), err)
 		}
@@ -86,8 +103,8 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 			}
 		}
 	}
-	for _, c := range p.Claims {
-		rels, err := pgcatalog.Relations(ctx, query, c.Schema, c.Name, c.EpochColumn)
+	for i, c := range p.Claims {
+		rels, err := pgcatalog.DecodeRelations(rows[at.claims[i]])
 		if err != nil {
 			return nil, chk.readError("reading the claim table "+c.QualifiedName.String(), err)
 		}
@@ -109,24 +126,24 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	if len(chk.problems) > 0 {
 		return nil, &CatalogError{Source: p.Source, Problems: chk.problems}
 	}
-	var columns []string
-	for _, t := range p.Tables {
-		if !slices.Contains(columns, t.EpochColumn) {
-			columns = append(columns, t.EpochColumn)
+	var unguarded, uncarried []string
+	if at.unguarded >= 0 {
+		if unguarded, err = pgcatalog.Strings("unguarded relations", rows[at.unguarded]); err != nil {
+			return nil, chk.readError("reading the guard's triggers", err)
 		}
 	}
-	missing, err := catalogMissing(ctx, query, ver, protected)
-	if err != nil {
-		return nil, chk.readError("reading the guard's triggers", err)
+	if at.uncarried >= 0 {
+		if uncarried, err = pgcatalog.Strings("relations without the guard's row trigger", rows[at.uncarried]); err != nil {
+			return nil, chk.readError("reading the guard's row triggers", err)
+		}
 	}
-	snap, err := pgcatalog.LoadSnapshot(ctx, query, columns)
+	missing := catalogMissing(ver, unguarded)
+	snap, err := pgcatalog.DecodeSnapshot(rows[at.snapshot:])
 	if err != nil {
 		return nil, chk.readError("reading the snapshot", err)
 	}
 	base := p.withTables(extra)
-	if base.CarryMissing, err = carryMissing(ctx, query, ver, missing, protected); err != nil {
-		return nil, chk.readError("reading the guard's row triggers", err)
-	}
+	base.CarryMissing = carryMissing(ver, missing, uncarried)
 	base.GuardCarries = base.CarryMissing == ""
 	r := base.withSnapshot(snap, protected)
 	r.CatalogMissing = missing
@@ -139,54 +156,85 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	return r, nil
 }
 
+// readsAt says where each part of the catalog read is among its reads; -1 for a
+// part not read.
+type readsAt struct {
+	fingerprint int
+	tables      []int // by p.Tables
+	claims      []int // by p.Claims
+	unguarded   int
+	uncarried   int
+	snapshot    int // the first of the snapshot's, which come last
+}
+
+// catalogReads are the queries of the catalog read after the version, sent as one
+// statement (pgcatalog.Reads): the fingerprint where catalog_refresh will compare
+// it, the relations of every protected and claim table, the guard's triggers on
+// the protected ones where the guard compares versions, and the snapshot.
+func catalogReads(p *Policy, ver pgcatalog.CatalogVersion, columns []string) (*pgcatalog.Reads, readsAt) {
+	var reads pgcatalog.Reads
+	at := readsAt{fingerprint: -1, unguarded: -1, uncarried: -1}
+	if p.CatalogRefresh > 0 && !ver.Installed() {
+		at.fingerprint = reads.Add(pgcatalog.FingerprintRead())
+	}
+	var oids []string
+	for _, t := range p.Tables {
+		i := reads.Add(pgcatalog.RelationsRead(t.Schema, t.Name, t.EpochColumn))
+		at.tables = append(at.tables, i)
+		oids = append(oids, "SELECT c1::pg_catalog.oid FROM "+reads.Ref(i))
+	}
+	for _, c := range p.Claims {
+		at.claims = append(at.claims, reads.Add(pgcatalog.RelationsRead(c.Schema, c.Name, c.EpochColumn)))
+	}
+	// catalogMissing and carryMissing ask about the guard's triggers only here.
+	if ver.Version != 0 && ver.Triggers && ver.Guard && len(oids) > 0 {
+		from := strings.Join(oids, " UNION ALL ")
+		at.unguarded = reads.Add(pgcatalog.UnguardedRead(from))
+		if ver.Carries {
+			at.uncarried = reads.Add(pgcatalog.UncarriedRead(from))
+		}
+	}
+	at.snapshot = reads.Len()
+	for _, r := range pgcatalog.SnapshotReads(columns) {
+		reads.Add(r)
+	}
+	return &reads, at
+}
+
 // catalogMissing says what keeps DDL of other sessions from reaching the fence:
 // no catalog version, a disabled event trigger, an older guard, or a protected
-// relation without the guard's trigger (where the version is compared). "" when
-// nothing does.
-func catalogMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVersion, protected map[uint32]*Table) (string, error) {
+// relation without the guard's trigger (unguarded, where the version is compared).
+// "" when nothing does.
+func catalogMissing(ver pgcatalog.CatalogVersion, unguarded []string) string {
 	switch {
 	case ver.Version == 0:
-		return "the database has no catalog version (schema sqlfence, installed with the guard)", nil
+		return "the database has no catalog version (schema sqlfence, installed with the guard)"
 	case !ver.Triggers:
-		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing, disabled, or not enabled always (a trigger enabled plainly does not fire for DDL made with session_replication_role = replica)", nil
+		return "sqlfence's event triggers (sqlfence_catalog_ddl, sqlfence_catalog_drop) are missing, disabled, or not enabled always (a trigger enabled plainly does not fire for DDL made with session_replication_role = replica)"
 	case !ver.Guard:
-		return "the guard installed is older than this sqlfence and does not compare catalog versions", nil
+		return "the guard installed is older than this sqlfence and does not compare catalog versions"
+	case len(unguarded) > 0:
+		return "the guard is not on " + strings.Join(unguarded, ", ") + " (a table, partition or child created after it was installed), or its trigger sqlfence_guard there is disabled or not enabled always"
 	}
-	oids := make([]uint32, 0, len(protected))
-	for oid := range protected {
-		oids = append(oids, oid)
-	}
-	slices.Sort(oids)
-	bare, err := pgcatalog.Unguarded(ctx, query, oids)
-	if err != nil || len(bare) == 0 {
-		return "", err
-	}
-	return "the guard is not on " + strings.Join(bare, ", ") + " (a table, partition or child created after it was installed), or its trigger sqlfence_guard there is disabled or not enabled always", nil
+	return ""
 }
 
 // carryMissing says what keeps the guard from fencing the writes the server makes
 // on a fenced statement's behalf (carry.go): no catalog version checked on every
 // protected relation (missing), an older guard, or a protected relation without the
-// guard's row trigger. "" when nothing does.
-func carryMissing(ctx context.Context, query Querier, ver pgcatalog.CatalogVersion, missing string, protected map[uint32]*Table) (string, error) {
+// guard's row trigger (uncarried). "" when nothing does.
+func carryMissing(ver pgcatalog.CatalogVersion, missing string, uncarried []string) string {
 	switch {
 	case ver.Version == 0 && !ver.Guard:
-		return "the guard is not installed", nil
+		return "the guard is not installed"
 	case missing != "":
-		return missing, nil
+		return missing
 	case !ver.Carries:
-		return "the guard installed is older than this sqlfence and does not fence them: re-run sqlfence guard --apply", nil
+		return "the guard installed is older than this sqlfence and does not fence them: re-run sqlfence guard --apply"
+	case len(uncarried) > 0:
+		return "the guard's row trigger is not on " + strings.Join(uncarried, ", ") + " (created after the guard was installed: re-run sqlfence guard --apply)"
 	}
-	oids := make([]uint32, 0, len(protected))
-	for oid := range protected {
-		oids = append(oids, oid)
-	}
-	slices.Sort(oids)
-	bare, err := pgcatalog.Uncarried(ctx, query, oids)
-	if err != nil || len(bare) == 0 {
-		return "", err
-	}
-	return "the guard's row trigger is not on " + strings.Join(bare, ", ") + " (created after the guard was installed: re-run sqlfence guard --apply)", nil
+	return ""
 }
 
 // Findings are what the catalog holds that makes the engine refuse writes whose text

@@ -67,6 +67,14 @@ type Fence interface {
 	// than reading it in full. Not called while the session's own DDL is
 	// uncommitted (Changed's pending): its own reads follow it.
 	Ready(ctx context.Context, q Querier, idle bool) error
+	// SetDial gives the fence a way to open a connection of its own (and the
+	// function that closes it), called once before the first statement: the
+	// catalog is read there, not on q, whenever q's session is inside a
+	// transaction, whose snapshot (REPEATABLE READ) may predate DDL another session
+	// committed — and predate the catalog version, which is no row and is read
+	// current — so that no snapshot older than one already read is ever used. Without
+	// it the catalog is read on q.
+	SetDial(dial func(ctx context.Context) (Querier, func(), error))
 	// Usable checks, before each statement, that the session's reported settings
 	// (status: the server's ParameterStatus) still read text as sqlfence parses it,
 	// and that its server reads query as sqlfence's parser does. query is the text

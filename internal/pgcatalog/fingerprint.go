@@ -65,13 +65,15 @@ func fingerprintSQL(catalogs []string) string {
 	return "SELECT pg_catalog.concat_ws(' ',\n  " + strings.Join(parts, ",\n  ") + ")"
 }
 
-// Fingerprint reads the catalog's fingerprint: equal answers, read in two statements,
-// mean no catalog row the snapshot depends on changed between them.
-func Fingerprint(ctx context.Context, query QueryFunc) (string, error) {
-	rows, err := query(ctx, FingerprintSQL)
-	if err != nil {
-		return "", err
-	}
+// FingerprintRead is the fingerprint as one of a catalog read's queries (Reads): read
+// in the snapshot of the rest, a later fingerprint equal to it means nothing the
+// read saw has changed. FingerprintOf reads its rows.
+func FingerprintRead() Read {
+	return Read{What: "the catalog's fingerprint", SQL: FingerprintSQL, Columns: 1}
+}
+
+// FingerprintOf is the fingerprint in FingerprintRead's rows.
+func FingerprintOf(rows [][]any) (string, error) {
 	if len(rows) != 1 {
 		return "", fmt.Errorf("pgcatalog: the fingerprint query returned %d rows", len(rows))
 	}
@@ -80,4 +82,14 @@ func Fingerprint(ctx context.Context, query QueryFunc) (string, error) {
 		return "", fmt.Errorf("pgcatalog: the fingerprint query returned %v", rows[0])
 	}
 	return s, nil
+}
+
+// Fingerprint reads the catalog's fingerprint: equal answers, read in two statements,
+// mean no catalog row the snapshot depends on changed between them.
+func Fingerprint(ctx context.Context, query QueryFunc) (string, error) {
+	rows, err := query(ctx, FingerprintSQL)
+	if err != nil {
+		return "", err
+	}
+	return FingerprintOf(rows)
 }

@@ -12,8 +12,17 @@ import (
 // resolveQueries are the queries engine.Resolve runs, every one: what the
 // fingerprint must cover.
 func resolveQueries() map[string]string {
-	return map[string]string{
-		"version": versionSQL, "relations": RelationsSQL("$1::text", "$2::text", "$3::text"), "unguarded": unguardedSQL,
+	// The statement they are sent in, as engine.Resolve builds it.
+	var together Reads
+	rel := together.Add(RelationsRead("", "t", "writer_epoch"))
+	together.Add(UnguardedRead("SELECT c1::pg_catalog.oid FROM " + together.Ref(rel)))
+	together.Add(UncarriedRead("SELECT c1::pg_catalog.oid FROM " + together.Ref(rel)))
+	for _, r := range SnapshotReads([]string{"writer_epoch"}) {
+		together.Add(r)
+	}
+	sql, _ := together.SQL()
+	return map[string]string{"together": sql,
+		"version": versionSQL, "relations": RelationsSQL("$1::text", "$2::text", "$3::text"), "unguarded": UnguardedRead("SELECT 1::oid").SQL, "uncarried": UncarriedRead("SELECT 1::oid").SQL,
 		"similar": similarSQL, "search path": searchPathSQL,
 		"functions": FunctionsSQL, "built-ins": BuiltinsSQL, "edges": EdgesSQL, "columns": ColumnsSQL, "triggers": TriggersSQL,
 		"rules": RulesSQL, "foreign keys": ForeignKeysSQL, "views": ViewsSQL, "operators": OperatorsSQL,
@@ -27,7 +36,7 @@ func resolveQueries() map[string]string {
 var serverReads = map[string][]string{
 	// Depend on no catalog row.
 	"count": nil, "max": nil, "min": nil, "sum": nil, "coalesce": nil, "unnest": nil, "json_agg": nil, "array_to_json": nil,
-	"jsonb_array_elements_text": nil, "abs": nil, "string_agg": nil, "length": nil, "pg_advisory_lock": nil, "pg_advisory_unlock": nil,
+	"jsonb_array_elements_text": nil, "json_build_array": nil, "string_to_table": nil, "split_part": nil, "abs": nil, "string_agg": nil, "length": nil, "pg_advisory_lock": nil, "pg_advisory_unlock": nil,
 	// The sequence's value is no catalog row: it matters only where the catalog
 	// version is installed, and there catalog_refresh does not read the fingerprint.
 	"pg_sequence_last_value":   nil,

@@ -85,15 +85,7 @@ func strings1(ctx context.Context, query QueryFunc, what, sql string, args ...an
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(rows))
-	for _, row := range rows {
-		s, ok := rowString(row)
-		if !ok {
-			return nil, fmt.Errorf("pgcatalog: %s query returned unexpected values %v", what, row)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return Strings(what, rows)
 }
 
 func rowString(row []any) (string, bool) {

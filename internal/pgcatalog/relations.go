@@ -55,12 +55,18 @@ WITH RECURSIVE base AS (
 	UNION
 	SELECT i.inhrelid, t.depth + 1 FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid
 ), views (oid, depth) AS (
-	SELECT rw.ev_class, min(t.depth) FROM pg_rewrite rw
-	JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = rw.oid
-	JOIN tree t ON d.refobjid = t.oid
-	JOIN pg_class v ON v.oid = rw.ev_class AND v.relkind = 'v'
-	WHERE pg_relation_is_updatable(rw.ev_class, false) & 28 <> 0
-	GROUP BY rw.ev_class
+	-- The views over the tree first (OFFSET 0 keeps the planner from testing every
+	-- rule's view, the hundred system views included: pg_relation_is_updatable opens
+	-- each view it is asked about, which on a new connection costs milliseconds).
+	SELECT v.oid, v.depth FROM (
+		SELECT rw.ev_class AS oid, min(t.depth) AS depth FROM pg_rewrite rw
+		JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = rw.oid
+		JOIN tree t ON d.refobjid = t.oid
+		JOIN pg_class v ON v.oid = rw.ev_class AND v.relkind = 'v'
+		GROUP BY rw.ev_class
+		OFFSET 0
+	) v
+	WHERE pg_relation_is_updatable(v.oid, false) & 28 <> 0
 ), rels (oid, depth) AS (
 	SELECT oid, min(depth) FROM (SELECT * FROM tree UNION ALL SELECT * FROM views) x GROUP BY oid
 )
@@ -80,10 +86,23 @@ type QueryFunc func(ctx context.Context, sql string, args ...any) ([][]any, erro
 // Relations lists the relations a protected table's rows can be written through,
 // shallowest first. An empty result means no such table exists.
 func Relations(ctx context.Context, query QueryFunc, schema, name, epochColumn string) ([]Relation, error) {
-	rows, err := query(ctx, RelationsSQL("$1::text", "$2::text", "$3::text"), schema, name, epochColumn)
+	r := RelationsRead(schema, name, epochColumn)
+	rows, err := query(ctx, r.SQL, r.Args...)
 	if err != nil {
 		return nil, err
 	}
+	return DecodeRelations(rows)
+}
+
+// RelationsRead is Relations as one of a catalog read's queries (Reads); its rows
+// are DecodeRelations'.
+func RelationsRead(schema, name, epochColumn string) Read {
+	return Read{What: "the relations of " + name, SQL: RelationsSQL("$1::text", "$2::text", "$3::text"),
+		Args: []any{schema, name, epochColumn}, Columns: 7, Order: "c5, c2, c3"}
+}
+
+// DecodeRelations reads the rows of RelationsSQL.
+func DecodeRelations(rows [][]any) ([]Relation, error) {
 	out := make([]Relation, 0, len(rows))
 	for _, row := range rows {
 		if len(row) != 7 {

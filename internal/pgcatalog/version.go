@@ -99,51 +99,50 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	return v, nil
 }
 
-// unguardedSQL lists, of the relations $1 (oids as an array literal), those that are
-// not views and carry no sqlfence_guard statement trigger that fires in every session
-// (ENABLE ALWAYS; ALTER TABLE … DISABLE TRIGGER, ENABLE TRIGGER and ENABLE REPLICA
-// TRIGGER all take that away): writes to them are not compared with the catalog
-// version.
+// unguardedSQL lists, of the relations {oids} (a query of one oid or int8 column),
+// those that are not views and carry no sqlfence_guard statement trigger that fires
+// in every session (ENABLE ALWAYS; ALTER TABLE … DISABLE TRIGGER, ENABLE TRIGGER and
+// ENABLE REPLICA TRIGGER all take that away): writes to them are not compared with
+// the catalog version.
 const unguardedSQL = `
 SELECT c.oid::pg_catalog.regclass::text
 FROM pg_catalog.pg_class c
-WHERE c.oid = ANY ($1::text::pg_catalog.oid[]) AND c.relkind <> 'v'
+WHERE c.oid IN ({oids}) AND c.relkind <> 'v'
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
-                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard' AND t.tgenabled = 'A')
-ORDER BY 1`
+                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard' AND t.tgenabled = 'A')`
 
-// Unguarded returns the relations of oids that have no guard trigger enabled always.
-func Unguarded(ctx context.Context, query QueryFunc, oids []uint32) ([]string, error) {
-	if len(oids) == 0 {
-		return nil, nil
-	}
-	parts := make([]string, len(oids))
-	for i, o := range oids {
-		parts[i] = strconv.FormatUint(uint64(o), 10)
-	}
-	return strings1(ctx, query, "unguarded relations", unguardedSQL, "{"+strings.Join(parts, ",")+"}")
+// UnguardedRead lists, of the relations oids names (a query of one oid or int8
+// column: Reads.Ref's c1 of other reads), those that have no guard trigger enabled
+// always, in order.
+func UnguardedRead(oids string) Read {
+	return Read{What: "unguarded relations", SQL: strings.ReplaceAll(unguardedSQL, "{oids}", oids), Columns: 1, Order: "c1"}
 }
 
-// uncarriedSQL lists, of the relations $1, those that hold rows (not views or
+// uncarriedSQL lists, of the relations {oids}, those that hold rows (not views or
 // partitioned parents) and carry no enabled sqlfence_guard_row trigger: the guard
 // cannot compare and stamp the rows the server writes into them for a statement.
 const uncarriedSQL = `
 SELECT c.oid::pg_catalog.regclass::text
 FROM pg_catalog.pg_class c
-WHERE c.oid = ANY ($1::text::pg_catalog.oid[]) AND c.relkind NOT IN ('v', 'p')
+WHERE c.oid IN ({oids}) AND c.relkind NOT IN ('v', 'p')
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
-                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard_row' AND t.tgenabled <> 'D')
-ORDER BY 1`
+                  WHERE t.tgrelid = c.oid AND t.tgname = 'sqlfence_guard_row' AND t.tgenabled <> 'D')`
 
-// Uncarried returns the relations of oids that hold rows and have no enabled guard
-// row trigger.
-func Uncarried(ctx context.Context, query QueryFunc, oids []uint32) ([]string, error) {
-	if len(oids) == 0 {
-		return nil, nil
+// UncarriedRead lists, of the relations oids names (as UnguardedRead), those that
+// hold rows and have no enabled guard row trigger, in order.
+func UncarriedRead(oids string) Read {
+	return Read{What: "relations without the guard's row trigger", SQL: strings.ReplaceAll(uncarriedSQL, "{oids}", oids), Columns: 1, Order: "c1"}
+}
+
+// Strings are the values of rows of one text column.
+func Strings(what string, rows [][]any) ([]string, error) {
+	out := make([]string, 0, len(rows))
+	for _, row := range rows {
+		s, ok := rowString(row)
+		if !ok {
+			return nil, fmt.Errorf("pgcatalog: %s query returned unexpected values %v", what, row)
+		}
+		out = append(out, s)
 	}
-	parts := make([]string, len(oids))
-	for i, o := range oids {
-		parts[i] = strconv.FormatUint(uint64(o), 10)
-	}
-	return strings1(ctx, query, "relations without the guard's row trigger", uncarriedSQL, "{"+strings.Join(parts, ",")+"}")
+	return out, nil
 }

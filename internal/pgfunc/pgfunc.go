@@ -38,6 +38,11 @@ var builtins = sync.OnceValue(func() map[string]Volatility {
 	return m
 })
 
+// BuiltinList is the embedded list as it is embedded: one "name v|s|i" a line. The
+// catalog read sends it to the server, which answers with only the functions it has
+// that the list does not know, or knows as less volatile (pgcatalog.BuiltinsSQL).
+func BuiltinList() string { return builtinList }
+
 // Builtin returns the volatility of the pg_catalog function called name, and whether
 // there is one.
 func Builtin(name string) (Volatility, bool) {
