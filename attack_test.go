@@ -53,6 +53,9 @@ package sqlfence_test
 //	--! query [options]                           QueryContext, rows read to the end
 //	--! prepare [options]                         PrepareContext; the statement stays open
 //	--! reconnect                                 close the connection and take a new one
+//	--! other                                     another session's text (plain pgx, superuser,
+//	<SQL>                                         one simple-protocol message), then a pause of
+//	                                              versionCheckBound (attack_other_test.go)
 //	--! batch                                     statements separated by a line ";;": one
 //	<SQL>                                         SendBatch on the pgx front, one
 //	;;                                            multi-statement text on database/sql
@@ -216,7 +219,7 @@ type atkCase struct {
 }
 
 type atkStep struct {
-	kind      string // exec, query, prepare, reconnect
+	kind      string // exec, query, prepare, reconnect, batch, other
 	line      int
 	sql       string
 	rewriteTo string
@@ -363,7 +366,7 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 				return nil, fmt.Errorf("%s:%d: --! to outside a rewrite step", file, n)
 			}
 			block = &step.rewriteTo
-		case "exec", "query", "prepare", "reconnect", "batch":
+		case "exec", "query", "prepare", "reconnect", "batch", "other":
 			step = &atkStep{kind: word, line: n}
 			if err := parseStepOptions(step, rest); err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", file, n, err)
@@ -676,6 +679,14 @@ func atkSteps(ctx context.Context, db *sql.DB, c *atkCase, vars map[string]strin
 		if s.kind == "reconnect" {
 			closeConn()
 			record(i, s, "", nil)
+			continue
+		}
+		if s.kind == "other" {
+			text, err := atkExpand(s.sql, vars)
+			if err == nil {
+				err = atkOther(ctx, vars["dsn"], text)
+			}
+			record(i, s, text, err)
 			continue
 		}
 		if conn == nil {
@@ -1445,7 +1456,7 @@ func atkRun(pool *atkPool, c *atkCase, epoch int64, front string) (res atkRunRes
 		return res
 	}
 	defer rc.Close()
-	vars := map[string]string{"db": d.name, "user": d.user}
+	vars := map[string]string{"db": d.name, "user": d.user, "dsn": d.dsn}
 	if _, err := rc.ExecContext(ctx, "RESET ALL"); err != nil {
 		res.err = err
 		return res

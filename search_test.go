@@ -10,10 +10,14 @@ package sqlfence_test
 // a protected row changed without the fresh epoch is a finding, printed in the attack
 // files' format so that it can be kept under testdata/attacks as a regression case.
 //
-// Every third case is a session's instead (search_session_test.go): settings whose
+// One case in four is a session's instead (search_session_test.go): settings whose
 // defaults come from the database or the role and that a batch, a multi-statement
 // text, a transaction or a statement resets mid-way, in every exec mode, and query
-// rewriters whose returned arguments begin with pgx's options.
+// rewriters whose returned arguments begin with pgx's options. And one in four is
+// the catalog's (search_catalog_test.go): with the guard installed and the catalog
+// read, another session makes the object by a route that moves no catalog version
+// (replica mode, the event triggers disabled, dropped or enabled for origin
+// sessions only, the guard's trigger disabled), and the statement is sent again.
 //
 // go test runs a short search (SQLFENCE_SEARCH_CASES, default 24). A long one:
 //
@@ -46,6 +50,9 @@ type srchObject struct {
 	uses []string
 	// before are settings a session makes first for the object to be reached.
 	before []string
+	// pre is what exists before setup is run as DDL after the catalog read (the
+	// catalog cases, search_catalog_test.go): a harmless object setup replaces.
+	pre string
 }
 
 type srchCall struct{ expr, from string }
@@ -157,8 +164,11 @@ var srchSettings = []string{
 
 // srchCompose derives case n of the search seeded with seed.
 func srchCompose(seed uint64, n int) *atkCase {
-	if n%3 == 2 {
+	switch n % 4 {
+	case 2:
 		return srchSessionCase(seed, n) // search_session_test.go
+	case 3:
+		return srchCatalogCase(seed, n) // search_catalog_test.go
 	}
 	r := rand.New(rand.NewPCG(seed, uint64(n)))
 	objs := srchObjects(r)
@@ -181,28 +191,7 @@ func srchCompose(seed uint64, n int) *atkCase {
 			add(b)
 		}
 		for range 1 + r.IntN(2) {
-			switch {
-			case len(o.calls) > 0:
-				call := o.calls[r.IntN(len(o.calls))]
-				slot := srchSlots[r.IntN(len(srchSlots))]
-				from, where := "", " WHERE"
-				if call.from != "" {
-					from, where = " FROM "+call.from, " AND"
-				}
-				if !strings.Contains(slot, "{FROM}{WHERE}") {
-					where = ""
-				} else if call.from == "" {
-					where = " WHERE"
-				}
-				add(strings.NewReplacer("{CALL}", call.expr, "{FROM}", from, "{WHERE}", where).Replace(slot))
-			case len(o.uses) > 0:
-				use := o.uses[r.IntN(len(o.uses))]
-				s := &atkStep{kind: "exec", sql: use}
-				if strings.Contains(use, "$1") {
-					s.args = []any{int64(1)}
-				}
-				steps = append(steps, s)
-			}
+			steps = append(steps, srchReach(r, o))
 		}
 	}
 	if r.IntN(3) == 0 {
@@ -211,6 +200,31 @@ func srchCompose(seed uint64, n int) *atkCase {
 	c.setup = strings.Join(setup, "\n")
 	c.steps = steps
 	return c
+}
+
+// srchReach is a statement that reaches o: one of its calls in a slot, or one of
+// its uses.
+func srchReach(r *rand.Rand, o srchObject) *atkStep {
+	if len(o.calls) > 0 {
+		call := o.calls[r.IntN(len(o.calls))]
+		slot := srchSlots[r.IntN(len(srchSlots))]
+		from, where := "", " WHERE"
+		if call.from != "" {
+			from, where = " FROM "+call.from, " AND"
+		}
+		if !strings.Contains(slot, "{FROM}{WHERE}") {
+			where = ""
+		} else if call.from == "" {
+			where = " WHERE"
+		}
+		return &atkStep{kind: "exec", sql: strings.NewReplacer("{CALL}", call.expr, "{FROM}", from, "{WHERE}", where).Replace(slot)}
+	}
+	use := o.uses[r.IntN(len(o.uses))]
+	s := &atkStep{kind: "exec", sql: use}
+	if strings.Contains(use, "$1") {
+		s.args = []any{int64(1)}
+	}
+	return s
 }
 
 // srchFormat writes a case in the attack files' format.
@@ -227,6 +241,9 @@ func srchFormat(c *atkCase) string {
 		fmt.Fprintf(&b, "--! dsn: %s\n", kv)
 	}
 	fmt.Fprintf(&b, "--! setup\n%s\n", c.setup)
+	if c.guard {
+		b.WriteString("--! guard\n")
+	}
 	for _, s := range c.steps {
 		opts := ""
 		if s.rewrite {
