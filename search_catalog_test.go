@@ -46,9 +46,9 @@ var srchCatalogObjects = []srchObject{
 		setup: `CREATE RULE srch_lift AS ON INSERT TO inventory DO INSTEAD UPDATE inventory SET quantity = 0 WHERE sku = 'a'`,
 		uses:  []string{`INSERT INTO inventory (sku, quantity) VALUES ('n', 1)`}},
 	{name: "inherits-child",
-		setup: `CREATE TABLE public.srch_old () INHERITS (inventory);
-INSERT INTO srch_old (sku, quantity, writer_epoch) VALUES ('o', 1, 5)`,
-		uses: []string{`UPDATE srch_old SET quantity = 0`, `DELETE FROM srch_old`, `UPDATE srch_old SET quantity = $1`}},
+		// No rows: the judge would charge a row the other session inserts to the run.
+		setup: `CREATE TABLE public.srch_old () INHERITS (inventory)`,
+		uses:  []string{`UPDATE srch_old SET quantity = 0`, `DELETE FROM srch_old`, `UPDATE srch_old SET quantity = $1`}},
 	{name: "routed-child",
 		setup: `CREATE TABLE public.srch_new () INHERITS (inventory);
 CREATE RULE srch_route AS ON INSERT TO inventory DO INSTEAD INSERT INTO srch_new VALUES (NEW.*);
