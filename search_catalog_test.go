@@ -72,7 +72,6 @@ ALTER TABLE staging ALTER COLUMN q SET DEFAULT public.srch_d()`,
 func srchCatalogCase(seed uint64, n int) *atkCase {
 	r := rand.New(rand.NewPCG(seed^0xca7a1, uint64(n)))
 	objs := append(srchObjects(r), srchCatalogObjects...)
-	// Objects whose setup is a statement list only: the routes wrap one DDL text.
 	o := objs[r.IntN(len(objs))]
 	c := &atkCase{file: "search", name: fmt.Sprintf("search-%d-%d", seed, n), class: "ddl", policy: "catalog", open: "connector", guard: true,
 		setup: o.pre,
