@@ -93,6 +93,17 @@ func TestCatalogFingerprintMoves(t *testing.T) {
 		// Types a definition names, extensions, privileges, comments on nothing read.
 		`CREATE DOMAIN epoch AS bigint`,
 		`ALTER DOMAIN epoch RENAME TO epoch2`,
+		// What the server runs for a statement unnamed (catalog_bound.go): defaults,
+		// constraints, domains' checks, casts, policies, trigger conditions.
+		`CREATE TABLE marks (id int, body text)`,
+		`ALTER TABLE marks ALTER COLUMN body SET DEFAULT touch2()::text`,
+		`ALTER TABLE marks ADD CONSTRAINT marks_ok CHECK (touch2() > 0) NOT VALID`,
+		`ALTER DOMAIN epoch2 ADD CONSTRAINT epoch_ok CHECK (touch2() > 0) NOT VALID`,
+		`CREATE TYPE boxed AS (a int)`,
+		`CREATE FUNCTION to_boxed(int) RETURNS boxed LANGUAGE sql AS 'SELECT ROW($1)::boxed'`,
+		`CREATE CAST (int AS boxed) WITH FUNCTION to_boxed(int)`,
+		`CREATE POLICY marks_p ON marks USING (touch2() > 0)`,
+		`CREATE TRIGGER marks_when BEFORE INSERT ON marks FOR EACH ROW WHEN (touch2() > 0) EXECUTE FUNCTION restock()`,
 		`CREATE EXTENSION IF NOT EXISTS plpgsql`, // present: a no-op, which must not move it
 		`GRANT SELECT ON inventory TO PUBLIC`,
 	}

@@ -35,6 +35,7 @@ type catalogSnapshot struct {
 	findings []CatalogFinding
 
 	matviews []pgcatalog.MatView // what REFRESH MATERIALIZED VIEW runs (refresh.go)
+	bound    *boundIndex         // the routines the server runs unnamed (catalog_bound.go)
 
 	judged   sync.Map // function oid → *funcJudgment: its own body
 	verdicts sync.Map // function oid → verdict: its body and everything it calls
@@ -104,6 +105,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 		operators: map[string][]*pgcatalog.Operator{},
 		attribute: map[uint32]pgcatalog.AttributeCall{},
 		matviews:  raw.MatViews,
+		bound:     newBoundIndex(raw),
 	}
 	for _, a := range raw.AttributeCalls {
 		s.attribute[a.OID] = a
@@ -198,7 +200,7 @@ func (p *Policy) withSnapshot(raw *pgcatalog.Snapshot, protected map[uint32]*Tab
 	for round := 0; ; round++ {
 		cur := s.withHazards(raw, append(append([]*baseHazard(nil), static...), dynamic...))
 		next := cur.dynamicHazards(base.withCatalog(cur), raw)
-		if len(next) == len(dynamic) || round > len(raw.Triggers)+len(raw.Rules) {
+		if len(next) == len(dynamic) || round > len(raw.Triggers)+len(raw.Rules)+len(raw.Bound) {
 			return base.withCatalog(cur)
 		}
 		dynamic = next
@@ -215,7 +217,7 @@ func (p *Policy) withCatalog(s *catalogSnapshot) *Policy {
 // withHazards returns a snapshot with s's functions and the hazards list carried to
 // every relation whose writes reach them, with fresh memos.
 func (s *catalogSnapshot) withHazards(raw *pgcatalog.Snapshot, list []*baseHazard) *catalogSnapshot {
-	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators, attribute: s.attribute, matviews: s.matviews,
+	n := &catalogSnapshot{funcs: s.funcs, byOID: s.byOID, builtins: s.builtins, operators: s.operators, attribute: s.attribute, matviews: s.matviews, bound: s.bound,
 		hazards: map[QualifiedName][]*writeHazard{}, byName: map[string][]*writeHazard{}}
 	reaching := map[uint32][]pgcatalog.Edge{}
 	for _, e := range raw.Edges {

@@ -222,7 +222,7 @@ func (s *catalogSnapshot) dynamicHazards(p *Policy, raw *pgcatalog.Snapshot) []*
 			fix:    "drop the rule (a migration outside the driver) and write the tables with plain statements under an epoch",
 		}})
 	}
-	return out
+	return append(out, s.boundHazards(p, raw)...) // catalog_bound.go
 }
 
 // triggerNote says why a trigger's write is refused rather than fenced, once.

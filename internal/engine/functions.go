@@ -20,7 +20,7 @@ import (
 // reference may be a call of the row, every field name of an indirection a call of
 // whatever precedes it; and operators, which call their functions.
 func admitCalls(p *Policy, root protoreflect.Message) *Error {
-	var err *Error
+	err := p.judgeBoundAlways() // catalog_bound.go: implicit casts
 	pgtree.WalkNodes(root.Interface(), func(m proto.Message) bool {
 		if err != nil {
 			return false
@@ -38,6 +38,10 @@ func admitCalls(p *Policy, root protoreflect.Message) *Error {
 			err = judgeAttributes(p, n.Indirection, true)
 		case *pg.A_Expr, *pg.SubLink, *pg.SortBy, *pg.CaseExpr, *pg.JoinExpr:
 			err = judgeOperators(p, n) // catalog_operators.go
+		case *pg.RangeVar:
+			err = p.judgeBoundRead(n) // a view's query, a policy
+		case *pg.TypeName:
+			err = p.judgeBoundType(n) // a domain's checks, a cast
 		}
 		return err == nil
 	})
@@ -66,7 +70,7 @@ func (p *Policy) columnNotation(f *pg.FuncCall) bool {
 	if _, ok := p.builtinVolatility(name); ok {
 		return false
 	}
-	return len(p.catalog.candidates("", name)) == 0
+	return len(p.catalog.candidates("", name)) == 0 && !p.catalog.typeBound(name)
 }
 
 // judgeAttributes judges the names in column position among fields as the calls

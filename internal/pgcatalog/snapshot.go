@@ -44,6 +44,9 @@ type Snapshot struct {
 	AttributeCalls []AttributeCall
 	// MatViews are the materialized views (members.go).
 	MatViews []MatView
+	// Bound are the user routines the server runs for what a statement touches
+	// without naming them (bound.go).
+	Bound []Bound
 }
 
 // Function is one routine.
@@ -341,6 +344,9 @@ func snapshotSteps(cols string) []snapshotStep {
 			m := MatView{OID: r.oid(0), Schema: r.str(1), Name: r.str(2), Query: r.str(3)}
 			r.json(4, &m.Indexes)
 			s.MatViews = append(s.MatViews, m)
+		}},
+		{"bound routines", BoundSQL, nil, 8, func(s *Snapshot, members map[uint32]string, r *row) {
+			s.Bound = append(s.Bound, Bound{Holder: r.char(0), Rel: r.rel(1), What: r.str(5), Name: r.str(6), Function: r.oid(7)})
 		}},
 	}
 }

@@ -91,3 +91,19 @@ WITH a AS (SELECT 'x\', ' AS s), u AS (UPDATE inventory SET quantity = 0 RETURNI
 SELECT $1::text
 --! to
 WITH u AS (UPDATE inventory SET quantity = 1 RETURNING 1) SELECT count(*) FROM u
+
+--! name: search-4711-363
+--! class: ddl
+--! policy: catalog
+--! afterconnect: SET sqlfence.fenced = on
+--! note: the guard switched off on inventory, then a column default that writes it; the INSERT was decided before the DDL
+--! setup
+--! guard
+--! exec
+INSERT INTO staging DEFAULT VALUES
+--! other
+ALTER TABLE inventory DISABLE TRIGGER USER;
+CREATE FUNCTION public.srch_d() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = 0; RETURN 1; END $$;
+ALTER TABLE staging ALTER COLUMN q SET DEFAULT public.srch_d()
+--! exec
+INSERT INTO staging DEFAULT VALUES

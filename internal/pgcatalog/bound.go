@@ -1,0 +1,127 @@
+// The code the server runs for a statement that does not name it: the user routines
+// the catalog binds to a relation or a type — column defaults and generated columns,
+// CHECK and exclusion constraints, index and partition-key expressions, a trigger's
+// WHEN condition, row-level security policies, a view's query, a domain's
+// constraints and default, a cast's function — read from pg_depend, where the server
+// records every routine and operator a stored expression uses. (The actions of a
+// rule other than a view's are judged from its definition, catalog_hazards.go.)
+
+package pgcatalog
+
+// Bound is one user routine the server runs on its own for what a statement touches.
+type Bound struct {
+	// Holder says when the server runs it:
+	//   BoundWrite  an INSERT or UPDATE of Rel (COPY FROM and MERGE included);
+	//   BoundRead   any statement that names Rel (a view's query, a policy);
+	//   BoundType   any value converted to the type Rel names (a domain, a cast's target);
+	//   BoundCall   a call of the routine Rel.OID (a domain among its argument or result types);
+	//   BoundAny    any statement (an implicit cast, which needs no name in the text).
+	// BoundView rows are no routine: Function is a relation the view Rel reads.
+	Holder byte
+	// Rel is the relation, the type (Kind is then pg_type.typtype) or the routine
+	// (BoundCall: only OID is set).
+	Rel Rel
+	// What and Name say which object binds it: "column default" and the column,
+	// "check constraint" and its name, "cast" and "(int AS zp)", …
+	What, Name string
+	Function   uint32
+}
+
+// Bound holders.
+const (
+	BoundWrite byte = 'w'
+	BoundRead  byte = 'r'
+	BoundType  byte = 't'
+	BoundCall  byte = 'f'
+	BoundAny   byte = 'a'
+	BoundView  byte = 'v'
+)
+
+// BoundSQL lists the bound routines. Columns: holder, oid, schema, name, kind, what,
+// name, function oid.
+//
+// fn is every user routine a stored expression of a catalog object depends on (an
+// operator stands for its function); pg_depend records them all, and a built-in is
+// pinned and never listed. The domains a relation's columns have — directly, as an
+// array's element, a composite's field or a domain's base, at any depth — check and
+// default its values on every INSERT and UPDATE, as do assignment casts to a column's
+// type; an implicit cast may run anywhere.
+var BoundSQL = `
+WITH RECURSIVE fn (classid, objid, fid) AS (
+    SELECT d.classid, d.objid, coalesce(o.oprcode, d.refobjid)
+    FROM pg_depend d
+    LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
+    WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) AND d.deptype = 'n'
+      AND d.classid IN ('pg_attrdef'::regclass, 'pg_constraint'::regclass, 'pg_class'::regclass, 'pg_policy'::regclass,
+                        'pg_rewrite'::regclass, 'pg_type'::regclass, 'pg_trigger'::regclass)
+), ufn (classid, objid, fid) AS (
+    SELECT fn.classid, fn.objid, fn.fid FROM fn
+    JOIN pg_proc p ON p.oid = fn.fid JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE ` + userSchema("n") + ` AND n.nspname <> 'sqlfence'
+), domfn (typ, fid) AS (
+    SELECT k.contypid, u.fid FROM ufn u JOIN pg_constraint k ON u.classid = 'pg_constraint'::regclass AND k.oid = u.objid AND k.contypid <> 0
+    UNION SELECT u.objid, u.fid FROM ufn u WHERE u.classid = 'pg_type'::regclass
+), coltype (rel, typ) AS (
+    SELECT a.attrelid, a.atttypid FROM pg_attribute a WHERE a.attnum > 0 AND NOT a.attisdropped AND a.atttypid >= 16384
+    UNION
+    SELECT c.rel, x.typ FROM coltype c JOIN pg_type t ON t.oid = c.typ
+    CROSS JOIN LATERAL (SELECT t.typbasetype UNION ALL SELECT t.typelem
+        UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) x (typ)
+    WHERE x.typ >= 16384
+), casts (target, label, context, fid) AS (
+    SELECT k.casttarget, '(' || format_type(k.castsource, NULL) || ' AS ' || format_type(k.casttarget, NULL) || ')', k.castcontext::text, k.castfunc
+    FROM pg_cast k JOIN pg_proc p ON p.oid = k.castfunc JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE ` + userSchema("n") + `
+), bound (holder, rel, what, name, fid) AS (
+    SELECT 'w', d.adrelid, CASE WHEN a.attgenerated <> '' THEN 'generated column' ELSE 'column default' END, a.attname::text, u.fid
+    FROM ufn u JOIN pg_attrdef d ON u.classid = 'pg_attrdef'::regclass AND d.oid = u.objid
+    JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+    UNION ALL
+    SELECT 'w', k.conrelid, CASE k.contype WHEN 'c' THEN 'check constraint' ELSE 'constraint' END, k.conname::text, u.fid
+    FROM ufn u JOIN pg_constraint k ON u.classid = 'pg_constraint'::regclass AND k.oid = u.objid AND k.conrelid <> 0
+    UNION ALL
+    SELECT 'w', i.indrelid, 'index', ic.relname::text, u.fid
+    FROM ufn u JOIN pg_index i ON u.classid = 'pg_class'::regclass AND i.indexrelid = u.objid JOIN pg_class ic ON ic.oid = i.indexrelid
+    UNION ALL
+    SELECT 'w', u.objid, 'partition key', '', u.fid
+    FROM ufn u JOIN pg_class c ON u.classid = 'pg_class'::regclass AND c.oid = u.objid AND c.relkind = 'p'
+    UNION ALL
+    SELECT 'w', g.tgrelid, 'trigger condition', g.tgname::text, u.fid
+    FROM ufn u JOIN pg_trigger g ON u.classid = 'pg_trigger'::regclass AND g.oid = u.objid AND g.tgfoid <> u.fid AND g.tgenabled <> 'D'
+    UNION ALL
+    SELECT 'w', c.rel, 'domain', format_type(c.typ, NULL), f.fid FROM coltype c JOIN domfn f ON f.typ = c.typ
+    UNION ALL
+    SELECT 'w', c.rel, 'cast', k.label, k.fid FROM coltype c JOIN casts k ON k.target = c.typ AND k.context IN ('a', 'i')
+    UNION ALL
+    SELECT 'r', r.ev_class, 'view', '', u.fid
+    FROM ufn u JOIN pg_rewrite r ON u.classid = 'pg_rewrite'::regclass AND r.oid = u.objid AND r.rulename = '_RETURN'
+    UNION ALL
+    SELECT 'r', p.polrelid, 'policy', p.polname::text, u.fid
+    FROM ufn u JOIN pg_policy p ON u.classid = 'pg_policy'::regclass AND p.oid = u.objid
+    JOIN pg_class c ON c.oid = p.polrelid AND c.relrowsecurity
+    UNION ALL
+    SELECT 'v', r.ev_class, 'view', '', d.refobjid
+    FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+         AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> r.ev_class AND d.deptype = 'n'
+    WHERE r.rulename = '_RETURN'
+)
+SELECT DISTINCT b.holder, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, b.what, b.name, b.fid::int8
+FROM bound b JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE ` + userSchema("n") + `
+UNION ALL
+SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'domain', format_type(t.oid, NULL), f.fid::int8
+FROM domfn f JOIN pg_type t ON t.oid = f.typ JOIN pg_namespace n ON n.oid = t.typnamespace
+UNION ALL
+SELECT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
+FROM casts k JOIN pg_type t ON t.oid = k.target JOIN pg_namespace n ON n.oid = t.typnamespace
+UNION ALL
+SELECT 'a', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
+FROM casts k JOIN pg_type t ON t.oid = k.target JOIN pg_namespace n ON n.oid = t.typnamespace WHERE k.context = 'i'
+UNION ALL
+SELECT DISTINCT 'f', p.oid::int8, '', '', '', 'domain', format_type(f.typ, NULL), f.fid::int8
+FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace
+CROSS JOIN LATERAL pg_catalog.unnest(p.proargtypes::oid[] || p.prorettype || coalesce(p.proallargtypes, '{}')) x (typ)
+JOIN pg_type t ON t.oid = x.typ
+JOIN domfn f ON f.typ IN (t.oid, t.typelem)
+WHERE ` + userSchema("n")
