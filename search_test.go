@@ -73,6 +73,18 @@ var srchBodies = []string{
 func srchObjects(r *rand.Rand) []srchObject {
 	vol := func() string { return srchVolatility[r.IntN(len(srchVolatility))] }
 	body := func() string { return srchBodies[r.IntN(len(srchBodies))] }
+	// bound makes srch_<tag>_i(int), a wrapper of some marking around a writer of
+	// some marking (an IMMUTABLE function cannot write, but the VOLATILE one it calls
+	// can), then the object that runs it.
+	bound := func(tag, object string) string {
+		marking := vol()
+		if strings.Contains(object, "INDEX") || strings.Contains(object, "GENERATED") {
+			marking = "IMMUTABLE" // what the server requires there
+		}
+		return fmt.Sprintf(`CREATE FUNCTION public.srch_%[1]s_w() RETURNS int LANGUAGE plpgsql AS $$ BEGIN %[2]s RETURN 1; END $$;
+CREATE FUNCTION public.srch_%[1]s_i(int) RETURNS int LANGUAGE plpgsql %[3]s AS $$ BEGIN PERFORM public.srch_%[1]s_w(); RETURN 1; END $$;
+%[4]s`, tag, body(), marking, object)
+	}
 	return []srchObject{
 		{name: "writer",
 			setup: fmt.Sprintf(`CREATE FUNCTION public.srch_w(x int) RETURNS int LANGUAGE plpgsql %s AS $$ BEGIN %s RETURN 1; END $$;`, vol(), body()),
@@ -114,6 +126,40 @@ CREATE VIEW public.srch_sv AS SELECT sku, quantity, note, other AS writer_epoch,
 			setup: `CREATE TABLE public.srch_p (sku text PRIMARY KEY); INSERT INTO srch_p SELECT sku FROM inventory;
 ALTER TABLE inventory ADD FOREIGN KEY (sku) REFERENCES srch_p ON UPDATE CASCADE ON DELETE CASCADE;`,
 			uses: []string{`DELETE FROM srch_p`, `UPDATE srch_p SET sku = sku || 'x'`, `DELETE FROM srch_p WHERE sku = 'a'`}},
+		// Routines the server runs for a statement unnamed (catalog_bound.go).
+		{name: "bound-default",
+			setup: bound("bd", "ALTER TABLE staging ALTER COLUMN n SET DEFAULT public.srch_bd_i(1)::text;"),
+			uses: []string{`INSERT INTO staging (sku) VALUES ('d')`, `INSERT INTO staging DEFAULT VALUES`, `UPDATE staging SET n = DEFAULT`,
+				`MERGE INTO staging s USING (SELECT 'm' AS sku) v ON s.sku = v.sku WHEN NOT MATCHED THEN INSERT (sku) VALUES (v.sku)`,
+				`EXPLAIN INSERT INTO staging (sku) VALUES ('e')`}},
+		{name: "bound-check",
+			setup: bound("bc", "ALTER TABLE staging ADD CONSTRAINT srch_bc CHECK (public.srch_bc_i(1) > 0) NOT VALID;"),
+			uses:  []string{`INSERT INTO staging (sku) VALUES ('c')`, `UPDATE staging SET q = 2 WHERE sku = 'a'`}},
+		{name: "bound-index",
+			// On a table of its own: building the index on staging's rows would run the writer in the setup.
+			setup: bound("bx", "CREATE TABLE public.srch_ix (k int); CREATE INDEX srch_bx ON srch_ix ((public.srch_bx_i(k)));"),
+			uses:  []string{`INSERT INTO srch_ix VALUES (1)`, `INSERT INTO public.srch_ix SELECT 2`}},
+		{name: "bound-generated",
+			setup: bound("bg", "CREATE TABLE public.srch_gen (k int, g int GENERATED ALWAYS AS (public.srch_bg_i(k)) STORED);"),
+			uses:  []string{`INSERT INTO srch_gen (k) VALUES (1)`, `INSERT INTO public.srch_gen SELECT 2`}},
+		{name: "bound-when",
+			setup: bound("bt", `CREATE FUNCTION public.srch_bt_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER srch_bt BEFORE INSERT OR UPDATE ON staging FOR EACH ROW WHEN (public.srch_bt_i(1) > 0) EXECUTE FUNCTION public.srch_bt_noop();`),
+			uses: []string{`INSERT INTO staging (sku) VALUES ('w')`, `UPDATE staging SET q = 3`}},
+		{name: "bound-view",
+			setup: bound("bv", "CREATE VIEW public.srch_bv AS SELECT public.srch_bv_i(1) AS x; CREATE VIEW public.srch_bv2 AS SELECT * FROM srch_bv;"),
+			calls: []srchCall{{"x", "srch_bv"}, {"x", "public.srch_bv"}, {"x", "srch_bv2"}, {"(SELECT x FROM srch_bv)", ""}}},
+		{name: "bound-domain",
+			setup: bound("bm", "CREATE DOMAIN public.srch_dom AS int CHECK (public.srch_bm_i(VALUE) > 0); CREATE TABLE public.srch_dt (d srch_dom);"),
+			calls: []srchCall{{"5::srch_dom", ""}, {"CAST(5 AS public.srch_dom)", ""}},
+			uses:  []string{`INSERT INTO srch_dt DEFAULT VALUES`, `INSERT INTO srch_dt VALUES (1)`}},
+		{name: "bound-cast",
+			setup: bound("bk", `CREATE TYPE public.srch_box AS (a int);
+CREATE FUNCTION public.srch_box_of(int) RETURNS srch_box LANGUAGE plpgsql AS $$ BEGIN PERFORM public.srch_bk_i($1); RETURN ROW($1); END $$;
+CREATE CAST (int AS public.srch_box) WITH FUNCTION public.srch_box_of(int) AS ASSIGNMENT;
+CREATE TABLE public.srch_boxes (b srch_box);`),
+			calls: []srchCall{{"5::srch_box", ""}, {"CAST(5 AS srch_box)", ""}},
+			uses:  []string{`INSERT INTO srch_boxes VALUES (5)`}},
 	}
 }
 

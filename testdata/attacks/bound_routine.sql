@@ -232,3 +232,21 @@ INSERT INTO staging (sku) VALUES ('x')
 SELECT * FROM bumps
 --! query
 SELECT 5::boxed
+
+--! name: bound-explain-folds
+--! class: indirect-write
+--! policy: catalog
+--! note: EXPLAIN without ANALYZE runs nothing, but the planner evaluates IMMUTABLE calls with constant arguments and inlines SQL functions
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE FUNCTION public.bs(int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT public.bw() + $1 $$;
+CREATE TABLE folded (k int DEFAULT public.bi(5));
+--! exec
+EXPLAIN SELECT public.bi(1)
+--! exec
+EXPLAIN SELECT public.bs(1)
+--! exec
+EXPLAIN SELECT * FROM staging WHERE q = public.bi(2)
+--! exec
+EXPLAIN (COSTS OFF) INSERT INTO folded DEFAULT VALUES
