@@ -32,6 +32,8 @@ type boundIndex struct {
 	types       map[QualifiedName][]boundRef
 	typesByName map[string][]boundRef
 	always      []boundRef
+	ddl         []boundRef          // event triggers: any DDL statement may fire them
+	writes      []boundRef          // what rebuilding or re-checking a table's rows runs (rebuild)
 	calls       map[uint32][]uint32 // routine → the domain routines its signature or body runs
 }
 
@@ -41,8 +43,14 @@ func describeBound(b pgcatalog.Bound) string {
 	switch {
 	case b.What == "view":
 		return "the view " + rel
+	case b.What == "domain" && b.Holder == pgcatalog.BoundType && b.Name != "":
+		return "the domain " + b.Name + " within " + rel
 	case b.What == "domain" && b.Holder == pgcatalog.BoundType:
 		return "the domain " + rel
+	case b.What == "type":
+		return "a support routine of the type " + rel
+	case b.What == "operator family":
+		return "the operator family " + sqlident.Quote(b.Name) + " of " + rel
 	case b.What == "domain" && b.Holder == pgcatalog.BoundCall:
 		return "the domain " + b.Name
 	case b.What == "cast" && b.Holder == pgcatalog.BoundAny:
@@ -53,6 +61,8 @@ func describeBound(b pgcatalog.Bound) string {
 		return "the assignment cast " + b.Name + " to a column of " + rel
 	case b.What == "domain":
 		return "the domain " + b.Name + " of a column of " + rel
+	case b.What == "event trigger":
+		return "the event trigger " + sqlident.Quote(b.Rel.Name)
 	case b.What == "partition key":
 		return "the partition key of " + rel
 	}
@@ -69,6 +79,7 @@ func newBoundIndex(raw *pgcatalog.Snapshot) *boundIndex {
 	viewReads := map[uint32][]uint32{}
 	rels := map[uint32]pgcatalog.Rel{}
 	domains := map[string][]uint32{} // domain type name → its routines
+	alwaysFn := map[uint32]bool{}
 	for _, b := range raw.Bound {
 		ref := boundRef{what: describeBound(b), fn: b.Function}
 		switch b.Holder {
@@ -86,9 +97,18 @@ func newBoundIndex(raw *pgcatalog.Snapshot) *boundIndex {
 				domains[b.Rel.Name] = append(domains[b.Rel.Name], b.Function)
 			}
 		case pgcatalog.BoundAny:
-			x.always = append(x.always, ref)
+			if !alwaysFn[b.Function] { // every statement judges these: each routine once
+				alwaysFn[b.Function] = true
+				x.always = append(x.always, ref)
+			}
 		case pgcatalog.BoundCall:
 			x.calls[b.Rel.OID] = append(x.calls[b.Rel.OID], b.Function)
+		case pgcatalog.BoundDDL:
+			x.ddl = append(x.ddl, ref)
+		case pgcatalog.BoundWrite:
+			if b.What != "trigger condition" {
+				x.writes = append(x.writes, ref)
+			}
 		}
 	}
 	for oid, rel := range rels {
@@ -208,6 +228,29 @@ func (p *Policy) judgeBoundAlways() *Error {
 		return nil
 	}
 	return p.judgeBound(p.catalog.bound.always)
+}
+
+// judgeBoundDDL judges what a DDL statement runs unnamed: the event triggers any
+// DDL may fire and, for a statement that rebuilds or re-checks stored rows (ALTER
+// TABLE's rewrites and validations, VACUUM FULL, ANALYZE, CLUSTER, REINDEX, ALTER
+// DOMAIN … VALIDATE), the routines bound to the rows of every table: index and
+// partition-key expressions, constraints, defaults, generated columns, domains. Every
+// table's, not the named one's: the statement reaches its partitions and children
+// too, a bare VACUUM or REINDEX DATABASE every table, and a refusal is the price only
+// where such a routine writes a protected table or cannot be read.
+func (p *Policy) judgeBoundDDL(n *pg.Node) *Error {
+	if p.catalog == nil || p.catalog.bound == nil {
+		return nil
+	}
+	b := p.catalog.bound
+	if err := p.judgeBound(b.ddl); err != nil {
+		return err
+	}
+	switch n.Node.(type) {
+	case *pg.Node_AlterTableStmt, *pg.Node_VacuumStmt, *pg.Node_ClusterStmt, *pg.Node_ReindexStmt, *pg.Node_AlterDomainStmt:
+		return p.judgeBound(b.writes)
+	}
+	return nil
 }
 
 // callsOf is the domain routines a call of the routine oid runs; x may be nil.

@@ -32,6 +32,9 @@ func admitDDL(p *Policy, n *pg.Node) *Error {
 	if e := admitEpochObjectDDL(n); e != nil {
 		return e
 	}
+	if e := p.judgeBoundDDL(n); e != nil { // catalog_bound.go: event triggers, rebuilt rows
+		return e
+	}
 	switch s := n.Node.(type) {
 	case *pg.Node_RenameStmt:
 		return admitRename(p, s.RenameStmt)

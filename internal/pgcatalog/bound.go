@@ -15,7 +15,11 @@ type Bound struct {
 	//   BoundRead   any statement that names Rel (a view's query, a policy);
 	//   BoundType   any value converted to the type Rel names (a domain, a cast's target);
 	//   BoundCall   a call of the routine Rel.OID (a domain among its argument or result types);
-	//   BoundAny    any statement (an implicit cast, which needs no name in the text).
+	//   BoundAny    any statement (an implicit cast, which needs no name in the text; a
+	//               support routine of a type or an operator family, which the server
+	//               runs for a value of the type wherever it appears: sorting, grouping,
+	//               an index, the planner's estimates, binary output);
+	//   BoundDDL    any DDL statement (an event trigger; Rel.Name is its name).
 	// BoundView rows are no routine: Function is a relation the view Rel reads.
 	Holder byte
 	// Rel is the relation, the type (Kind is then pg_type.typtype) or the routine
@@ -35,6 +39,7 @@ const (
 	BoundCall  byte = 'f'
 	BoundAny   byte = 'a'
 	BoundView  byte = 'v'
+	BoundDDL   byte = 'e'
 )
 
 // BoundSQL lists the bound routines. Columns: holder, oid, schema, name, kind, what,
@@ -45,7 +50,11 @@ const (
 // pinned and never listed. The domains a relation's columns have — directly, as an
 // array's element, a composite's field or a domain's base, at any depth — check and
 // default its values on every INSERT and UPDATE, as do assignment casts to a column's
-// type; an implicit cast may run anywhere.
+// type; an implicit cast may run anywhere. A conversion to a type runs the domains it
+// holds (holds): a domain over a domain, an array of one, a composite or a table's
+// row type with a field of one, a range over one. The support routines of types and
+// operator families written in C are an extension's, taken like built-ins (only a
+// superuser installs them); those in a readable language are judged.
 var BoundSQL = `
 WITH RECURSIVE fn (classid, objid, fid) AS (
     SELECT d.classid, d.objid, coalesce(o.oprcode, d.refobjid)
@@ -60,14 +69,35 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     WHERE ` + userSchema("n") + ` AND n.nspname <> 'sqlfence'
 ), domfn (typ, fid) AS (
     SELECT k.contypid, u.fid FROM ufn u JOIN pg_constraint k ON u.classid = 'pg_constraint'::regclass AND k.oid = u.objid AND k.contypid <> 0
-    UNION SELECT u.objid, u.fid FROM ufn u WHERE u.classid = 'pg_type'::regclass
+    UNION SELECT u.objid, u.fid FROM ufn u JOIN pg_type t ON u.classid = 'pg_type'::regclass AND t.oid = u.objid AND t.typtype = 'd'
+), holds (typ, dom) AS (
+    SELECT DISTINCT f.typ, f.typ FROM domfn f
+    UNION
+    SELECT x.typ, h.dom FROM holds h
+    CROSS JOIN LATERAL (SELECT o.oid FROM pg_type o WHERE o.typbasetype = h.typ OR o.typelem = h.typ
+        UNION ALL SELECT c.reltype FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+            WHERE a.atttypid = h.typ AND a.attnum > 0 AND NOT a.attisdropped AND c.reltype <> 0
+        UNION ALL SELECT r.rngtypid FROM pg_range r WHERE r.rngsubtype = h.typ
+        UNION ALL SELECT r.rngmultitypid FROM pg_range r WHERE r.rngtypid = h.typ) x (typ)
 ), coltype (rel, typ) AS (
     SELECT a.attrelid, a.atttypid FROM pg_attribute a WHERE a.attnum > 0 AND NOT a.attisdropped AND a.atttypid >= 16384
     UNION
     SELECT c.rel, x.typ FROM coltype c JOIN pg_type t ON t.oid = c.typ
     CROSS JOIN LATERAL (SELECT t.typbasetype UNION ALL SELECT t.typelem
-        UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) x (typ)
+        UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+        UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = t.oid
+        UNION ALL SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = t.oid) x (typ)
     WHERE x.typ >= 16384
+), support (typ, what, name, fid) AS (
+    SELECT u.objid, 'type', '', u.fid FROM ufn u JOIN pg_type t ON u.classid = 'pg_type'::regclass AND t.oid = u.objid AND t.typtype <> 'd'
+    UNION
+    SELECT x.typ, 'operator family', f.opfname::text, x.fid FROM pg_opfamily f
+    JOIN (SELECT a.amprocfamily, a.amproclefttype, a.amproc FROM pg_amproc a
+          UNION SELECT a.amopfamily, a.amoplefttype, o.oprcode FROM pg_amop a JOIN pg_operator o ON o.oid = a.amopopr) x (fam, typ, fid) ON x.fam = f.oid
+), usupport (typ, what, name, fid) AS (
+    SELECT s.typ, s.what, s.name, s.fid FROM support s
+    JOIN pg_proc p ON p.oid = s.fid JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+    WHERE ` + userSchema("n") + ` AND n.nspname <> 'sqlfence' AND l.lanname NOT IN ('c', 'internal')
 ), casts (target, label, context, fid) AS (
     SELECT k.casttarget, '(' || format_type(k.castsource, NULL) || ' AS ' || format_type(k.casttarget, NULL) || ')', k.castcontext::text, k.castfunc
     FROM pg_cast k JOIN pg_proc p ON p.oid = k.castfunc JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -109,8 +139,9 @@ SELECT DISTINCT b.holder, c.oid::int8, n.nspname::text, c.relname::text, c.relki
 FROM bound b JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE ` + userSchema("n") + `
 UNION ALL
-SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'domain', format_type(t.oid, NULL), f.fid::int8
-FROM domfn f JOIN pg_type t ON t.oid = f.typ JOIN pg_namespace n ON n.oid = t.typnamespace
+SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'domain',
+       CASE WHEN h.typ = h.dom THEN '' ELSE format_type(h.dom, NULL) END, f.fid::int8
+FROM holds h JOIN domfn f ON f.typ = h.dom JOIN pg_type t ON t.oid = h.typ JOIN pg_namespace n ON n.oid = t.typnamespace
 UNION ALL
 SELECT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
 FROM casts k JOIN pg_type t ON t.oid = k.target JOIN pg_namespace n ON n.oid = t.typnamespace
@@ -118,10 +149,17 @@ UNION ALL
 SELECT 'a', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
 FROM casts k JOIN pg_type t ON t.oid = k.target JOIN pg_namespace n ON n.oid = t.typnamespace WHERE k.context = 'i'
 UNION ALL
-SELECT DISTINCT 'f', p.oid::int8, '', '', '', 'domain', format_type(f.typ, NULL), f.fid::int8
+SELECT DISTINCT 'a', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, s.what, s.name, s.fid::int8
+FROM usupport s JOIN pg_type t ON t.oid = s.typ JOIN pg_namespace n ON n.oid = t.typnamespace
+UNION ALL
+SELECT DISTINCT 'f', p.oid::int8, '', '', '', 'domain', format_type(h.dom, NULL), f.fid::int8
 FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace
 CROSS JOIN LATERAL pg_catalog.unnest(p.proargtypes::oid[] || p.prorettype || coalesce(p.proallargtypes, '{}')) x (typ)
-JOIN pg_type t ON t.oid = x.typ
-JOIN domfn f ON f.typ IN (t.oid, t.typelem)
-WHERE ` + userSchema("n")
+JOIN holds h ON h.typ = x.typ
+JOIN domfn f ON f.typ = h.dom
+WHERE ` + userSchema("n") + `
+UNION ALL
+SELECT 'e', e.oid::int8, '', e.evtname::text, '', 'event trigger', e.evtname::text, e.evtfoid::int8
+FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE e.evtenabled <> 'D' AND ` + userSchema("n") + ` AND n.nspname <> 'sqlfence'`

@@ -250,3 +250,136 @@ EXPLAIN SELECT public.bs(1)
 EXPLAIN SELECT * FROM staging WHERE q = public.bi(2)
 --! exec
 EXPLAIN (COSTS OFF) INSERT INTO folded DEFAULT VALUES
+
+--! name: bound-domain-held
+--! class: indirect-write
+--! policy: catalog
+--! note: a conversion to a type runs the domains it holds: a domain over the domain, an array of it, a composite or a table's row type with a field of it
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE DOMAIN checked AS int CHECK (public.bw() > 0);
+CREATE DOMAIN outer_d AS checked;
+CREATE TYPE pair AS (a checked, b int);
+CREATE TABLE dom (d checked);
+CREATE FUNCTION public.takes_outer(outer_d) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;
+CREATE FUNCTION public.ret_outer() RETURNS outer_d LANGUAGE sql AS $$ SELECT 1 $$;
+CREATE FUNCTION public.out_outer(OUT o outer_d) LANGUAGE sql AS $$ SELECT 1 $$;
+CREATE FUNCTION public.tab_outer() RETURNS TABLE (o outer_d) LANGUAGE sql AS $$ SELECT 1 $$;
+--! query
+SELECT 5::outer_d
+--! query
+SELECT '{1}'::outer_d[]
+--! query
+SELECT public.takes_outer(5)
+--! query
+SELECT public.ret_outer()
+--! query
+SELECT public.out_outer()
+--! query
+SELECT * FROM public.tab_outer()
+--! query
+SELECT ROW(1, 2)::pair
+--! query
+SELECT '(1,2)'::pair
+--! query
+SELECT * FROM json_populate_record(NULL::pair, '{"a": 1}')
+--! query
+SELECT * FROM jsonb_populate_record(NULL::dom, '{"d": 1}')
+
+--! name: bound-opclass-support
+--! class: indirect-write
+--! policy: catalog
+--! note: an operator family's support routine runs for an index of that operator class, and a type's default one wherever its values are sorted or grouped; the statement names neither
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.mycmp(int, int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN btint4cmp($1, $2); END $$;
+CREATE OPERATOR CLASS myops FOR TYPE int4 USING btree AS OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >, FUNCTION 1 public.mycmp(int, int);
+CREATE TABLE oc (k int);
+INSERT INTO oc SELECT g FROM generate_series(1, 5) g;
+CREATE INDEX oc_k ON oc (k myops);
+CREATE TYPE pv AS (a int);
+CREATE FUNCTION public.pv_cmp(pv, pv) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN btint4cmp($1.a, $2.a); END $$;
+CREATE FUNCTION public.pv_lt(pv, pv) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1.a < $2.a; END $$;
+CREATE FUNCTION public.pv_le(pv, pv) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1.a <= $2.a; END $$;
+CREATE FUNCTION public.pv_eq(pv, pv) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1.a = $2.a; END $$;
+CREATE FUNCTION public.pv_ge(pv, pv) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1.a >= $2.a; END $$;
+CREATE FUNCTION public.pv_gt(pv, pv) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1.a > $2.a; END $$;
+CREATE OPERATOR public.< (LEFTARG = pv, RIGHTARG = pv, FUNCTION = public.pv_lt);
+CREATE OPERATOR public.<= (LEFTARG = pv, RIGHTARG = pv, FUNCTION = public.pv_le);
+CREATE OPERATOR public.= (LEFTARG = pv, RIGHTARG = pv, FUNCTION = public.pv_eq);
+CREATE OPERATOR public.>= (LEFTARG = pv, RIGHTARG = pv, FUNCTION = public.pv_ge);
+CREATE OPERATOR public.> (LEFTARG = pv, RIGHTARG = pv, FUNCTION = public.pv_gt);
+CREATE OPERATOR CLASS pv_ops DEFAULT FOR TYPE pv USING btree AS OPERATOR 1 public.<, OPERATOR 2 public.<=, OPERATOR 3 public.=, OPERATOR 4 public.>=, OPERATOR 5 public.>, FUNCTION 1 public.pv_cmp(pv, pv);
+CREATE TABLE pvs (p pv);
+INSERT INTO pvs VALUES (ROW(2)), (ROW(1)), (ROW(3));
+--! exec
+INSERT INTO oc VALUES (3), (4)
+--! query
+SELECT * FROM pvs ORDER BY p
+--! query
+SELECT DISTINCT p FROM pvs
+
+--! name: bound-type-support
+--! class: indirect-write
+--! policy: catalog
+--! note: a range type's subtype_diff runs in the planner's estimate for a constant the text spells untyped; a base type's send function runs in record_send of a row holding it
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.rdiff(int, int) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1 - $2; END $$;
+CREATE TYPE myrange AS RANGE (subtype = int, subtype_diff = public.rdiff);
+CREATE TABLE rt (r myrange);
+INSERT INTO rt SELECT myrange(g, g + 3) FROM generate_series(1, 200) g;
+ANALYZE rt;
+CREATE TYPE mb;
+CREATE FUNCTION public.mb_in(cstring) RETURNS mb LANGUAGE internal IMMUTABLE STRICT AS 'int4in';
+CREATE FUNCTION public.mb_out(mb) RETURNS cstring LANGUAGE internal IMMUTABLE STRICT AS 'int4out';
+CREATE TYPE mb (INPUT = public.mb_in, OUTPUT = public.mb_out, INTERNALLENGTH = 4, PASSEDBYVALUE, ALIGNMENT = int4);
+CREATE FUNCTION public.mb_send(mb) RETURNS bytea LANGUAGE plpgsql IMMUTABLE STRICT AS $$ BEGIN PERFORM public.bw(); RETURN '\x00000001'::bytea; END $$;
+ALTER TYPE mb SET (SEND = public.mb_send);
+CREATE TABLE mbt (v mb);
+INSERT INTO mbt VALUES ('5');
+--! query
+SELECT count(*) FROM rt WHERE r && '[5,10)'
+--! query
+SELECT count(*) FROM rt WHERE r << '[5,10)'
+--! query
+SELECT record_send(ROW(v)) FROM mbt
+--! query
+SELECT array_send(ARRAY[v]) FROM mbt
+
+--! name: bound-event-trigger
+--! class: indirect-write
+--! policy: catalog-ddl
+--! note: under ddl: allow, any DDL statement fires the event triggers a migration created
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.on_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); END $$;
+CREATE EVENT TRIGGER adv_et ON ddl_command_end EXECUTE FUNCTION public.on_ddl();
+--! exec
+CREATE TABLE zz (a int)
+--! exec
+CREATE INDEX zz_a ON staging (q)
+
+--! name: bound-ddl-rebuild
+--! class: indirect-write
+--! policy: catalog-ddl
+--! note: under ddl: allow, rebuilding or re-checking stored rows runs their index expressions and constraints
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE idx (k int);
+INSERT INTO idx VALUES (1), (2);
+CREATE INDEX idx_k ON idx ((public.bi(k)));
+ALTER TABLE staging ADD CONSTRAINT staging_ok CHECK (public.bw() > 0) NOT VALID;
+--! exec
+ANALYZE idx
+--! exec
+VACUUM FULL idx
+--! exec
+CLUSTER idx USING idx_k
+--! exec
+REINDEX TABLE idx
+--! exec
+ALTER TABLE idx ADD COLUMN z float8 DEFAULT random()
+--! exec
+ALTER TABLE staging VALIDATE CONSTRAINT staging_ok
