@@ -63,6 +63,8 @@ func describeBound(b pgcatalog.Bound) string {
 		return "the domain " + b.Name + " of a column of " + rel
 	case b.What == "event trigger":
 		return "the event trigger " + sqlident.Quote(b.Rel.Name)
+	case b.What == "statistics":
+		return "the statistics object " + sqlident.Quote(b.Name) + " on " + rel
 	case b.What == "partition key":
 		return "the partition key of " + rel
 	}
@@ -273,7 +275,7 @@ func (s *catalogSnapshot) typeBound(name string) bool {
 func (s *catalogSnapshot) boundHazards(p *Policy, raw *pgcatalog.Snapshot) []*baseHazard {
 	var out []*baseHazard
 	for _, b := range raw.Bound {
-		if b.Holder != pgcatalog.BoundWrite {
+		if b.Holder != pgcatalog.BoundWrite || b.What == "statistics" { // ANALYZE's alone (judgeBoundDDL)
 			continue
 		}
 		ev := evInsert | evUpdate

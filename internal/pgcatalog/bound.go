@@ -50,9 +50,10 @@ const (
 // pinned and never listed. The domains a relation's columns have — directly, as an
 // array's element, a composite's field or a domain's base, at any depth — check and
 // default its values on every INSERT and UPDATE, as do assignment casts to a column's
-// type; an implicit cast may run anywhere. A conversion to a type runs the domains it
-// holds (holds): a domain over a domain, an array of one, a composite or a table's
-// row type with a field of one, a range over one. The support routines of types and
+// type; an implicit cast may run anywhere. A conversion to a type runs the domains and
+// casts it holds (holds): those of a domain's base, an array's element, a composite's
+// or a table row type's fields, a range's subtype, at any depth. An extended
+// statistics object's expressions run in ANALYZE alone. The support routines of types and
 // operator families written in C are an extension's, taken like built-ins (only a
 // superuser installs them); those in a readable language are judged.
 var BoundSQL = `
@@ -62,7 +63,7 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
     WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) AND d.deptype = 'n'
       AND d.classid IN ('pg_attrdef'::regclass, 'pg_constraint'::regclass, 'pg_class'::regclass, 'pg_policy'::regclass,
-                        'pg_rewrite'::regclass, 'pg_type'::regclass, 'pg_trigger'::regclass)
+                        'pg_rewrite'::regclass, 'pg_type'::regclass, 'pg_trigger'::regclass, 'pg_statistic_ext'::regclass)
 ), ufn (classid, objid, fid) AS (
     SELECT fn.classid, fn.objid, fn.fid FROM fn
     JOIN pg_proc p ON p.oid = fn.fid JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -70,15 +71,21 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
 ), domfn (typ, fid) AS (
     SELECT k.contypid, u.fid FROM ufn u JOIN pg_constraint k ON u.classid = 'pg_constraint'::regclass AND k.oid = u.objid AND k.contypid <> 0
     UNION SELECT u.objid, u.fid FROM ufn u JOIN pg_type t ON u.classid = 'pg_type'::regclass AND t.oid = u.objid AND t.typtype = 'd'
+), casts (target, label, context, fid) AS (
+    SELECT k.casttarget, '(' || format_type(k.castsource, NULL) || ' AS ' || format_type(k.casttarget, NULL) || ')', k.castcontext::text, k.castfunc
+    FROM pg_cast k JOIN pg_proc p ON p.oid = k.castfunc JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE ` + userSchema("n") + `
+), edge (inr, outr) AS (
+    SELECT t.typbasetype, t.oid FROM pg_type t WHERE t.typbasetype >= 16384
+    UNION ALL SELECT t.typelem, t.oid FROM pg_type t WHERE t.typelem >= 16384
+    UNION ALL SELECT a.atttypid, c.reltype FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        WHERE a.atttypid >= 16384 AND a.attnum > 0 AND NOT a.attisdropped AND c.reltype <> 0
+    UNION ALL SELECT r.rngsubtype, r.rngtypid FROM pg_range r WHERE r.rngsubtype >= 16384
+    UNION ALL SELECT r.rngtypid, r.rngmultitypid FROM pg_range r WHERE r.rngtypid >= 16384
 ), holds (typ, dom) AS (
-    SELECT DISTINCT f.typ, f.typ FROM domfn f
-    UNION
-    SELECT x.typ, h.dom FROM holds h
-    CROSS JOIN LATERAL (SELECT o.oid FROM pg_type o WHERE o.typbasetype = h.typ OR o.typelem = h.typ
-        UNION ALL SELECT c.reltype FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-            WHERE a.atttypid = h.typ AND a.attnum > 0 AND NOT a.attisdropped AND c.reltype <> 0
-        UNION ALL SELECT r.rngtypid FROM pg_range r WHERE r.rngsubtype = h.typ
-        UNION ALL SELECT r.rngmultitypid FROM pg_range r WHERE r.rngtypid = h.typ) x (typ)
+    SELECT f.typ, f.typ FROM domfn f
+    UNION SELECT k.target, k.target FROM casts k
+    UNION SELECT e.outr, h.dom FROM holds h JOIN edge e ON e.inr = h.typ
 ), coltype (rel, typ) AS (
     SELECT a.attrelid, a.atttypid FROM pg_attribute a WHERE a.attnum > 0 AND NOT a.attisdropped AND a.atttypid >= 16384
     UNION
@@ -98,10 +105,6 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     SELECT s.typ, s.what, s.name, s.fid FROM support s
     JOIN pg_proc p ON p.oid = s.fid JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
     WHERE ` + userSchema("n") + ` AND n.nspname <> 'sqlfence' AND l.lanname NOT IN ('c', 'internal')
-), casts (target, label, context, fid) AS (
-    SELECT k.casttarget, '(' || format_type(k.castsource, NULL) || ' AS ' || format_type(k.casttarget, NULL) || ')', k.castcontext::text, k.castfunc
-    FROM pg_cast k JOIN pg_proc p ON p.oid = k.castfunc JOIN pg_namespace n ON n.oid = p.pronamespace
-    WHERE ` + userSchema("n") + `
 ), bound (holder, rel, what, name, fid) AS (
     SELECT 'w', d.adrelid, CASE WHEN a.attgenerated <> '' THEN 'generated column' ELSE 'column default' END, a.attname::text, u.fid
     FROM ufn u JOIN pg_attrdef d ON u.classid = 'pg_attrdef'::regclass AND d.oid = u.objid
@@ -115,6 +118,9 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     UNION ALL
     SELECT 'w', u.objid, 'partition key', '', u.fid
     FROM ufn u JOIN pg_class c ON u.classid = 'pg_class'::regclass AND c.oid = u.objid AND c.relkind = 'p'
+    UNION ALL
+    SELECT 'w', s.stxrelid, 'statistics', s.stxname::text, u.fid
+    FROM ufn u JOIN pg_statistic_ext s ON u.classid = 'pg_statistic_ext'::regclass AND s.oid = u.objid
     UNION ALL
     SELECT 'w', g.tgrelid, 'trigger condition', g.tgname::text, u.fid
     FROM ufn u JOIN pg_trigger g ON u.classid = 'pg_trigger'::regclass AND g.oid = u.objid AND g.tgfoid <> u.fid AND g.tgenabled <> 'D'
@@ -143,8 +149,8 @@ SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::t
        CASE WHEN h.typ = h.dom THEN '' ELSE format_type(h.dom, NULL) END, f.fid::int8
 FROM holds h JOIN domfn f ON f.typ = h.dom JOIN pg_type t ON t.oid = h.typ JOIN pg_namespace n ON n.oid = t.typnamespace
 UNION ALL
-SELECT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
-FROM casts k JOIN pg_type t ON t.oid = k.target JOIN pg_namespace n ON n.oid = t.typnamespace
+SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
+FROM holds h JOIN casts k ON k.target = h.dom JOIN pg_type t ON t.oid = h.typ JOIN pg_namespace n ON n.oid = t.typnamespace
 UNION ALL
 SELECT 'a', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'cast', k.label, k.fid::int8
 FROM casts k JOIN pg_type t ON t.oid = k.target JOIN pg_namespace n ON n.oid = t.typnamespace WHERE k.context = 'i'

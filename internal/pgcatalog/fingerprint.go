@@ -23,7 +23,7 @@ var FingerprintCatalogs = []string{
 	"pg_aggregate", "pg_am", "pg_amop", "pg_amproc", "pg_attrdef", "pg_attribute", "pg_cast", "pg_class", "pg_collation",
 	"pg_constraint", "pg_db_role_setting", "pg_depend", "pg_event_trigger", "pg_extension",
 	"pg_index", "pg_inherits", "pg_language", "pg_namespace", "pg_opclass", "pg_operator",
-	"pg_opfamily", "pg_policy", "pg_proc", "pg_range", "pg_rewrite", "pg_trigger", "pg_type",
+	"pg_opfamily", "pg_policy", "pg_proc", "pg_range", "pg_rewrite", "pg_statistic_ext", "pg_trigger", "pg_type",
 }
 
 // FingerprintSQL is the fingerprint's query: for each catalog, the number of its rows

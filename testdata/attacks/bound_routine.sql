@@ -383,3 +383,34 @@ REINDEX TABLE idx
 ALTER TABLE idx ADD COLUMN z float8 DEFAULT random()
 --! exec
 ALTER TABLE staging VALIDATE CONSTRAINT staging_ok
+
+--! name: bound-cast-held
+--! class: indirect-write
+--! policy: catalog
+--! note: a conversion to a domain over the cast's target, or to an array domain of it, runs the cast
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE TYPE boxed AS (a int);
+CREATE FUNCTION public.to_boxed(int) RETURNS boxed LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); RETURN ROW($1); END $$;
+CREATE CAST (int AS boxed) WITH FUNCTION public.to_boxed(int);
+CREATE DOMAIN dboxed AS boxed;
+CREATE DOMAIN dboxarr AS boxed[];
+--! query
+SELECT 5::dboxed
+--! query
+SELECT ARRAY[5]::dboxarr
+
+--! name: bound-statistics-expression
+--! class: indirect-write
+--! policy: catalog-ddl
+--! note: ANALYZE evaluates an extended statistics object's expressions (as autovacuum's does, outside any statement: the guard's part)
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE st (k int, j int);
+INSERT INTO st SELECT g, g FROM generate_series(1, 10) g;
+CREATE STATISTICS st_x ON (public.bi(k)), j FROM st;
+--! exec
+ANALYZE st
+--! exec
+ANALYZE
