@@ -43,6 +43,10 @@ func describeBound(b pgcatalog.Bound) string {
 	switch {
 	case b.What == "view":
 		return "the view " + rel
+	case b.What == "partition key" && b.Holder == pgcatalog.BoundRead:
+		return "the partition key of " + rel + ", which the planner folds (its IMMUTABLE calls with constant arguments)"
+	case b.Holder == pgcatalog.BoundRead && b.What != "policy":
+		return "the " + b.What + " " + sqlident.Quote(b.Name) + " of " + rel + ", which the planner folds (its IMMUTABLE calls with constant arguments)"
 	case b.What == "domain" && b.Holder == pgcatalog.BoundType && b.Name != "":
 		return "the domain " + b.Name + " within " + rel
 	case b.What == "domain" && b.Holder == pgcatalog.BoundType:

@@ -20,7 +20,8 @@ type Bound struct {
 	//               runs for a value of the type wherever it appears: sorting, grouping,
 	//               an index, the planner's estimates, binary output);
 	//   BoundDDL    any DDL statement (an event trigger; Rel.Name is its name).
-	// BoundView rows are no routine: Function is a relation the view Rel reads.
+	// BoundView rows are no routine: Function is a relation the view Rel reads, or a
+	// child of the parent Rel (what a read of Rel reaches).
 	Holder byte
 	// Rel is the relation, the type (Kind is then pg_type.typtype) or the routine
 	// (BoundCall: only OID is set).
@@ -53,7 +54,11 @@ const (
 // type; an implicit cast may run anywhere. A conversion to a type runs the domains and
 // casts it holds (holds): those of a domain's base, an array's element, a composite's
 // or a table row type's fields, a range's subtype, at any depth. An extended
-// statistics object's expressions run in ANALYZE alone. The support routines of types and
+// statistics object's expressions run in ANALYZE alone. The planner folds the IMMUTABLE
+// calls with constant arguments of a relation's index expressions and predicates, its
+// partition key and (constraint exclusion) its CHECK constraints when it plans any
+// statement that reads the relation or a parent of it: those are read-bound too, and
+// a parent reads its children (pg_inherits) as a view reads its relations. The support routines of types and
 // operator families written in C are an extension's, taken like built-ins (only a
 // superuser installs them); those in a readable language are judged.
 var BoundSQL = `
@@ -140,9 +145,15 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
          AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> r.ev_class AND d.deptype = 'n'
     WHERE r.rulename = '_RETURN'
+    UNION ALL
+    SELECT 'v', i.inhparent, 'inherits', '', i.inhrelid FROM pg_inherits i
+), planned (holder, rel, what, name, fid) AS (
+    SELECT * FROM bound
+    UNION ALL
+    SELECT 'r', b.rel, b.what, b.name, b.fid FROM bound b WHERE b.holder = 'w' AND b.what IN ('index', 'partition key', 'check constraint')
 )
 SELECT DISTINCT b.holder, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, b.what, b.name, b.fid::int8
-FROM bound b JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace
+FROM planned b JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE ` + userSchema("n") + `
 UNION ALL
 SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'domain',

@@ -414,3 +414,49 @@ CREATE STATISTICS st_x ON (public.bi(k)), j FROM st;
 ANALYZE st
 --! exec
 ANALYZE
+
+--! name: bound-planner-folds-index
+--! class: indirect-write
+--! policy: catalog
+--! note: planning a read folds the IMMUTABLE calls with constant arguments of the table's index expressions (at relcache load)
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE ifr (k int);
+CREATE INDEX ifr_k ON ifr ((k + public.bi(5)));
+--! query
+SELECT * FROM ifr WHERE k = 1
+
+--! name: bound-planner-folds-predicate
+--! class: indirect-write
+--! policy: catalog
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE ipr (k int);
+CREATE INDEX ipr_k ON ipr (k) WHERE k > public.bi(5);
+--! query
+SELECT * FROM ipr WHERE k = 1
+
+--! name: bound-planner-folds-partition-key
+--! class: indirect-write
+--! policy: catalog
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE pkr (k int) PARTITION BY RANGE ((k + public.bi(5)));
+CREATE TABLE pkr_all PARTITION OF pkr FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+--! query
+SELECT * FROM pkr WHERE k = 1
+
+--! name: bound-planner-folds-check
+--! class: indirect-write
+--! policy: catalog
+--! note: constraint exclusion folds a child's CHECK constraint when a read of the parent is planned
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE cpar (k int);
+CREATE TABLE ckid (CONSTRAINT ckid_ok CHECK (k > public.bi(5) - 100)) INHERITS (cpar);
+--! query
+SELECT * FROM cpar WHERE k = 1
