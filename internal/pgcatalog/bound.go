@@ -56,7 +56,7 @@ const (
 // or a table row type's fields, a range's subtype, at any depth. An extended
 // statistics object's expressions run in ANALYZE alone. The planner folds the IMMUTABLE
 // calls with constant arguments of a relation's index expressions and predicates, its
-// partition key and (constraint exclusion) its CHECK constraints when it plans any
+// partition key, its extended statistics and (constraint exclusion) its CHECK constraints when it plans any
 // statement that reads the relation or a parent of it: those are read-bound too, and
 // a parent reads its children (pg_inherits) as a view reads its relations. The support routines of types and
 // operator families written in C are an extension's, taken like built-ins (only a
@@ -150,7 +150,7 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
 ), planned (holder, rel, what, name, fid) AS (
     SELECT * FROM bound
     UNION ALL
-    SELECT 'r', b.rel, b.what, b.name, b.fid FROM bound b WHERE b.holder = 'w' AND b.what IN ('index', 'partition key', 'check constraint')
+    SELECT 'r', b.rel, b.what, b.name, b.fid FROM bound b WHERE b.holder = 'w' AND b.what IN ('index', 'partition key', 'check constraint', 'statistics')
 )
 SELECT DISTINCT b.holder, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, b.what, b.name, b.fid::int8
 FROM planned b JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -460,3 +460,15 @@ CREATE TABLE cpar (k int);
 CREATE TABLE ckid (CONSTRAINT ckid_ok CHECK (k > public.bi(5) - 100)) INHERITS (cpar);
 --! query
 SELECT * FROM cpar WHERE k = 1
+
+--! name: bound-planner-folds-statistics
+--! class: indirect-write
+--! policy: catalog
+--! note: planning a read folds an extended statistics object's expressions
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
+CREATE TABLE sfr (k int, j int);
+CREATE STATISTICS sfr_x ON (k + public.bi(5)), j FROM sfr;
+--! query
+SELECT * FROM sfr WHERE k = 1
