@@ -8,6 +8,8 @@
 
 package pgcatalog
 
+import "strings"
+
 // Bound is one user routine the server runs on its own for what a statement touches.
 type Bound struct {
 	// Holder says when the server runs it:
@@ -60,7 +62,9 @@ const (
 // statement that reads the relation or a parent of it: those are read-bound too, and
 // a parent reads its children (pg_inherits) as a view reads its relations. The support routines of types and
 // operator families written in C are an extension's, taken like built-ins (only a
-// superuser installs them); those in a readable language are judged.
+// superuser installs them); those in a readable language are judged. A routine in
+// schema sqlfence is judged like any other (a migration can create one there): only
+// the guard's own event triggers are left out (they move the catalog version).
 var BoundSQL = `
 WITH RECURSIVE fn (classid, objid, fid) AS (
     SELECT d.classid, d.objid, coalesce(o.oprcode, d.refobjid)
@@ -72,7 +76,7 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
 ), ufn (classid, objid, fid) AS (
     SELECT fn.classid, fn.objid, fn.fid FROM fn
     JOIN pg_proc p ON p.oid = fn.fid JOIN pg_namespace n ON n.oid = p.pronamespace
-    WHERE ` + userSchema("n") + ` AND n.nspname <> 'sqlfence'
+    WHERE ` + userSchema("n") + `
 ), domfn (typ, fid) AS (
     SELECT k.contypid, u.fid FROM ufn u JOIN pg_constraint k ON u.classid = 'pg_constraint'::regclass AND k.oid = u.objid AND k.contypid <> 0
     UNION SELECT u.objid, u.fid FROM ufn u JOIN pg_type t ON u.classid = 'pg_type'::regclass AND t.oid = u.objid AND t.typtype = 'd'
@@ -109,7 +113,7 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
 ), usupport (typ, what, name, fid) AS (
     SELECT s.typ, s.what, s.name, s.fid FROM support s
     JOIN pg_proc p ON p.oid = s.fid JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
-    WHERE ` + userSchema("n") + ` AND n.nspname <> 'sqlfence' AND l.lanname NOT IN ('c', 'internal')
+    WHERE ` + userSchema("n") + ` AND l.lanname NOT IN ('c', 'internal')
 ), bound (holder, rel, what, name, fid) AS (
     SELECT 'w', d.adrelid, CASE WHEN a.attgenerated <> '' THEN 'generated column' ELSE 'column default' END, a.attname::text, u.fid
     FROM ufn u JOIN pg_attrdef d ON u.classid = 'pg_attrdef'::regclass AND d.oid = u.objid
@@ -179,4 +183,5 @@ WHERE ` + userSchema("n") + `
 UNION ALL
 SELECT 'e', e.oid::int8, '', e.evtname::text, '', 'event trigger', e.evtname::text, e.evtfoid::int8
 FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE e.evtenabled <> 'D' AND ` + userSchema("n") + ` AND n.nspname <> 'sqlfence'`
+WHERE e.evtenabled <> 'D' AND ` + userSchema("n") + `
+  AND NOT (n.nspname = 'sqlfence' AND e.evtname IN ('` + strings.Join(GuardEventTriggers, "', '") + `'))`

@@ -472,3 +472,17 @@ CREATE TABLE sfr (k int, j int);
 CREATE STATISTICS sfr_x ON (k + public.bi(5)), j FROM sfr;
 --! query
 SELECT * FROM sfr WHERE k = 1
+
+--! name: bound-routine-in-sqlfence-schema
+--! class: indirect-write
+--! policy: catalog
+--! note: a migration can create a schema named sqlfence (no guard installed) and put the routine there; only the guard's own event triggers are left out
+--! setup
+CREATE SCHEMA IF NOT EXISTS sqlfence;
+CREATE FUNCTION sqlfence.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
+ALTER TABLE staging ALTER COLUMN q SET DEFAULT sqlfence.bw();
+CREATE VIEW bumps AS SELECT sqlfence.bw() AS x;
+--! exec
+INSERT INTO staging (sku) VALUES ('x')
+--! query
+SELECT * FROM bumps
