@@ -16,7 +16,9 @@ type Bound struct {
 	//   BoundWrite  an INSERT or UPDATE of Rel (COPY FROM and MERGE included);
 	//   BoundRead   any statement that names Rel (a view's query, a policy);
 	//   BoundType   any value converted to the type Rel names (a domain, a cast's target);
-	//   BoundCall   a call of the routine Rel.OID (a domain among its argument or result types);
+	//   BoundCall   a call of the routine Rel.OID (a domain among its argument or result
+	//               types; a routine its arguments' defaults call, which a call that
+	//               leaves the argument out runs);
 	//   BoundAny    any statement (an implicit cast, which needs no name in the text; a
 	//               support routine of a type or an operator family, which the server
 	//               runs for a value of the type wherever it appears: sorting, grouping,
@@ -72,7 +74,8 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
     WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) AND d.deptype = 'n'
       AND d.classid IN ('pg_attrdef'::regclass, 'pg_constraint'::regclass, 'pg_class'::regclass, 'pg_policy'::regclass,
-                        'pg_rewrite'::regclass, 'pg_type'::regclass, 'pg_trigger'::regclass, 'pg_statistic_ext'::regclass)
+                        'pg_rewrite'::regclass, 'pg_type'::regclass, 'pg_trigger'::regclass, 'pg_statistic_ext'::regclass,
+                        'pg_proc'::regclass)
 ), ufn (classid, objid, fid) AS (
     SELECT fn.classid, fn.objid, fn.fid FROM fn
     JOIN pg_proc p ON p.oid = fn.fid JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -180,6 +183,8 @@ CROSS JOIN LATERAL pg_catalog.unnest(p.proargtypes::oid[] || p.prorettype || coa
 JOIN holds h ON h.typ = x.typ
 JOIN domfn f ON f.typ = h.dom
 WHERE ` + userSchema("n") + `
+UNION ALL
+SELECT DISTINCT 'f', u.objid::int8, '', '', '', 'argument default', '', u.fid::int8 FROM ufn u WHERE u.classid = 'pg_proc'::regclass
 UNION ALL
 SELECT 'e', e.oid::int8, '', e.evtname::text, '', 'event trigger', e.evtname::text, e.evtfoid::int8
 FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid JOIN pg_namespace n ON n.oid = p.pronamespace

@@ -486,3 +486,16 @@ CREATE VIEW bumps AS SELECT sqlfence.bw() AS x;
 INSERT INTO staging (sku) VALUES ('x')
 --! query
 SELECT * FROM bumps
+
+--! name: bound-argument-default
+--! class: indirect-write
+--! policy: catalog
+--! note: a call that leaves an argument out runs the argument's default, stored with the routine, not in its body
+--! setup
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.f(a int DEFAULT public.bw()) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;
+CREATE PROCEDURE public.pr(a int DEFAULT public.bw()) LANGUAGE sql AS $$ SELECT 1 $$;
+--! query
+SELECT public.f()
+--! exec
+CALL public.pr()
