@@ -5,7 +5,9 @@
 -- converted. Each calls a routine that writes inventory. sqlfence reads them from the
 -- catalog (pg_depend) and judges them as the call written out (catalog_bound.go): with
 -- no guard they are refused; with the guard in force the write is carried and fenced.
--- The writer adds 1 to every quantity, so each call shows in the data.
+-- The writer adds 1 to every quantity, so each call shows in the data; it names
+-- public.inventory because PostgreSQL 17 runs index builds and other maintenance with
+-- search_path = pg_catalog, pg_temp.
 --
 -- Format: see the comment at the top of attack_test.go.
 
@@ -13,7 +15,7 @@
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 ALTER TABLE staging ALTER COLUMN q SET DEFAULT public.bw();
 --! exec
 INSERT INTO staging (sku) VALUES ('x')
@@ -35,7 +37,7 @@ WITH w AS (INSERT INTO public.staging (sku) VALUES ('w') RETURNING 1) SELECT cou
 --! policy: catalog
 --! note: the write to staging comes through an updatable view and through a function body
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 ALTER TABLE staging ALTER COLUMN q SET DEFAULT public.bw();
 CREATE VIEW staging_v AS SELECT sku, q FROM staging;
 CREATE FUNCTION public.add_staging(text) RETURNS void LANGUAGE sql AS $$ INSERT INTO staging (sku) VALUES ($1) $$;
@@ -49,7 +51,7 @@ SELECT public.add_staging('f')
 --! policy: catalog
 --! note: an IMMUTABLE function cannot write, but the VOLATILE one it calls can
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE gen (k int, g int GENERATED ALWAYS AS (public.bi(k)) STORED);
 --! exec
@@ -59,7 +61,7 @@ INSERT INTO gen (k) VALUES (1)
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 ALTER TABLE staging ADD CONSTRAINT staging_ok CHECK (public.bw() > 0) NOT VALID;
 --! exec
 INSERT INTO staging (sku) VALUES ('x')
@@ -70,7 +72,7 @@ UPDATE staging SET n = 'u' WHERE sku = 'a'
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE idx (k int);
 CREATE INDEX idx_k ON idx ((public.bi(k)));
@@ -81,7 +83,7 @@ INSERT INTO idx VALUES (1)
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE parted (k int) PARTITION BY RANGE (public.bi(k));
 CREATE TABLE parted_all PARTITION OF parted FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
@@ -93,7 +95,7 @@ INSERT INTO parted VALUES (1)
 --! policy: catalog
 --! note: the trigger's own function writes nothing; its WHEN condition does
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
 CREATE TRIGGER staging_when BEFORE INSERT ON staging FOR EACH ROW WHEN (public.bw() > 0) EXECUTE FUNCTION public.noop();
 --! exec
@@ -103,7 +105,7 @@ INSERT INTO staging (sku) VALUES ('x')
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE VIEW bumps AS SELECT public.bw() AS x;
 CREATE VIEW bumps_too AS SELECT * FROM bumps;
 CREATE FUNCTION public.read_bumps() RETURNS int LANGUAGE sql STABLE AS $$ SELECT x FROM bumps $$;
@@ -125,7 +127,7 @@ SELECT public.read_bumps()
 --! policy: catalog
 --! note: a domain's CHECK runs for NULL too, and through an array's elements and a composite's fields
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE DOMAIN checked AS int CHECK (public.bw() > 0);
 CREATE TYPE pair AS (a checked, b int);
 CREATE TABLE dom (d checked);
@@ -142,7 +144,7 @@ INSERT INTO dom_pair VALUES (ROW(1, 2))
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE DOMAIN checked AS int CHECK (public.bw() > 0);
 CREATE FUNCTION public.takes_checked(checked) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;
 CREATE FUNCTION public.holds_checked() RETURNS int LANGUAGE plpgsql AS $$ DECLARE v checked := 1; BEGIN RETURN 1; END $$;
@@ -161,7 +163,7 @@ SELECT public.holds_checked()
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE TYPE boxed AS (a int);
 CREATE FUNCTION public.to_boxed(int) RETURNS boxed LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); RETURN ROW($1); END $$;
 CREATE CAST (int AS boxed) WITH FUNCTION public.to_boxed(int);
@@ -174,7 +176,7 @@ SELECT CAST(5 AS boxed)
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE TYPE boxed AS (a int);
 CREATE FUNCTION public.to_boxed(int) RETURNS boxed LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); RETURN ROW($1); END $$;
 CREATE CAST (int AS boxed) WITH FUNCTION public.to_boxed(int) AS ASSIGNMENT;
@@ -186,7 +188,7 @@ INSERT INTO boxes VALUES (5)
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE TYPE boxed AS (a int);
 CREATE FUNCTION public.to_boxed(int) RETURNS boxed LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); RETURN ROW($1); END $$;
 CREATE CAST (int AS boxed) WITH FUNCTION public.to_boxed(int) AS IMPLICIT;
@@ -200,7 +202,7 @@ SELECT public.unbox(5)
 --! afterconnect: SET sqlfence.fenced = on
 --! note: with the guard in force the default's write is carried: fenced with the statement's epoch
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 ALTER TABLE staging ALTER COLUMN q SET DEFAULT public.bw();
 CREATE VIEW bumps AS SELECT public.bw() AS x;
 --! guard
@@ -220,7 +222,7 @@ SELECT * FROM bumps
 INSERT INTO staging (sku) VALUES ('x')
 --! other
 ALTER TABLE inventory DISABLE TRIGGER USER;
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 ALTER TABLE staging ALTER COLUMN q SET DEFAULT public.bw();
 CREATE VIEW bumps AS SELECT public.bw() AS x;
 CREATE TYPE boxed AS (a int);
@@ -238,7 +240,7 @@ SELECT 5::boxed
 --! policy: catalog
 --! note: EXPLAIN without ANALYZE runs nothing, but the planner evaluates IMMUTABLE calls with constant arguments and inlines SQL functions
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE FUNCTION public.bs(int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT public.bw() + $1 $$;
 CREATE TABLE folded (k int DEFAULT public.bi(5));
@@ -256,7 +258,7 @@ EXPLAIN (COSTS OFF) INSERT INTO folded DEFAULT VALUES
 --! policy: catalog
 --! note: a conversion to a type runs the domains it holds: a domain over the domain, an array of it, a composite or a table's row type with a field of it
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE DOMAIN checked AS int CHECK (public.bw() > 0);
 CREATE DOMAIN outer_d AS checked;
 CREATE TYPE pair AS (a checked, b int);
@@ -291,7 +293,7 @@ SELECT * FROM jsonb_populate_record(NULL::dom, '{"d": 1}')
 --! policy: catalog
 --! note: an operator family's support routine runs for an index of that operator class, and a type's default one wherever its values are sorted or grouped; the statement names neither
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.mycmp(int, int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN btint4cmp($1, $2); END $$;
 CREATE OPERATOR CLASS myops FOR TYPE int4 USING btree AS OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >, FUNCTION 1 public.mycmp(int, int);
 CREATE TABLE oc (k int);
@@ -324,7 +326,7 @@ SELECT DISTINCT p FROM pvs
 --! policy: catalog
 --! note: a range type's subtype_diff runs in the planner's estimate for a constant the text spells untyped; a base type's send function runs in record_send of a row holding it
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.rdiff(int, int) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1 - $2; END $$;
 CREATE TYPE myrange AS RANGE (subtype = int, subtype_diff = public.rdiff);
 CREATE TABLE rt (r myrange);
@@ -352,7 +354,7 @@ SELECT array_send(ARRAY[v]) FROM mbt
 --! policy: catalog-ddl
 --! note: under ddl: allow, any DDL statement fires the event triggers a migration created
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.on_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); END $$;
 CREATE EVENT TRIGGER adv_et ON ddl_command_end EXECUTE FUNCTION public.on_ddl();
 --! exec
@@ -365,7 +367,7 @@ CREATE INDEX zz_a ON staging (q)
 --! policy: catalog-ddl
 --! note: under ddl: allow, rebuilding or re-checking stored rows runs their index expressions and constraints
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE idx (k int);
 INSERT INTO idx VALUES (1), (2);
@@ -389,7 +391,7 @@ ALTER TABLE staging VALIDATE CONSTRAINT staging_ok
 --! policy: catalog
 --! note: a conversion to a domain over the cast's target, or to an array domain of it, runs the cast
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE TYPE boxed AS (a int);
 CREATE FUNCTION public.to_boxed(int) RETURNS boxed LANGUAGE plpgsql AS $$ BEGIN PERFORM public.bw(); RETURN ROW($1); END $$;
 CREATE CAST (int AS boxed) WITH FUNCTION public.to_boxed(int);
@@ -405,7 +407,7 @@ SELECT ARRAY[5]::dboxarr
 --! policy: catalog-ddl
 --! note: ANALYZE evaluates an extended statistics object's expressions (as autovacuum's does, outside any statement: the guard's part)
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE st (k int, j int);
 INSERT INTO st SELECT g, g FROM generate_series(1, 10) g;
@@ -420,7 +422,7 @@ ANALYZE
 --! policy: catalog
 --! note: planning a read folds the IMMUTABLE calls with constant arguments of the table's index expressions (at relcache load)
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE ifr (k int);
 CREATE INDEX ifr_k ON ifr ((k + public.bi(5)));
@@ -431,7 +433,7 @@ SELECT * FROM ifr WHERE k = 1
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE ipr (k int);
 CREATE INDEX ipr_k ON ipr (k) WHERE k > public.bi(5);
@@ -442,7 +444,7 @@ SELECT * FROM ipr WHERE k = 1
 --! class: indirect-write
 --! policy: catalog
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE pkr (k int) PARTITION BY RANGE ((k + public.bi(5)));
 CREATE TABLE pkr_all PARTITION OF pkr FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
@@ -454,7 +456,7 @@ SELECT * FROM pkr WHERE k = 1
 --! policy: catalog
 --! note: constraint exclusion folds a child's CHECK constraint when a read of the parent is planned
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE cpar (k int);
 CREATE TABLE ckid (CONSTRAINT ckid_ok CHECK (k > public.bi(5) - 100)) INHERITS (cpar);
@@ -466,7 +468,7 @@ SELECT * FROM cpar WHERE k = 1
 --! policy: catalog
 --! note: planning a read folds an extended statistics object's expressions
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.bi(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM public.bw(); RETURN $1; END $$;
 CREATE TABLE sfr (k int, j int);
 CREATE STATISTICS sfr_x ON (k + public.bi(5)), j FROM sfr;
@@ -492,7 +494,7 @@ SELECT * FROM bumps
 --! policy: catalog
 --! note: a call that leaves an argument out runs the argument's default, stored with the routine, not in its body
 --! setup
-CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE inventory SET quantity = quantity + 1; RETURN 1; END $$;
+CREATE FUNCTION public.bw() RETURNS int LANGUAGE plpgsql AS $$ BEGIN UPDATE public.inventory SET quantity = quantity + 1; RETURN 1; END $$;
 CREATE FUNCTION public.f(a int DEFAULT public.bw()) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;
 CREATE PROCEDURE public.pr(a int DEFAULT public.bw()) LANGUAGE sql AS $$ SELECT 1 $$;
 --! query
