@@ -22,7 +22,7 @@ import (
 )
 
 // TestAttacksPgx runs every case of testdata/attacks through pgxfence.Conn.
-func TestAttacksPgx(t *testing.T) { runAttacks(t, "pgx") }
+func TestAttacksPgx(t *testing.T) { runAttacks(t, "pgx", false) }
 
 func atkOpenPgx(c *atkCase, dsn string) (*sql.DB, func(), error) {
 	p, err := sqlfence.ParsePolicy([]byte(atkPolicies[c.policy]), c.policy+".yaml")

@@ -354,7 +354,7 @@ func TestSearch(t *testing.T) {
 					front = "pgx"
 				}
 				for _, run := range atkRuns {
-					res := atkRun(pool, c, run.epoch, front)
+					res := atkRun(pool, c, run.epoch, front, false)
 					runs.Add(1)
 					statements.Add(int64(len(res.outcomes)))
 					if res.err != nil {

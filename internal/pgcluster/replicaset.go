@@ -1,7 +1,8 @@
 package pgcluster
 
 // A replica set: one primary made by initdb and standbys made from it by
-// pg_basebackup, streaming physical replication, every server a postgres process
+// pg_basebackup (or, where the server build has none, by a base backup of its own:
+// basebackup.go), streaming physical replication, every server a postgres process
 // this process started, all on loopback. No failover manager runs: the test
 // decides who is primary (Node.Promote) and crashes servers (Node.Kill), which
 // makes the scenarios exact and fast. For failovers decided by a manager, see
@@ -31,8 +32,8 @@ type ReplicaOptions struct {
 	// only (with ALTER SYSTEM, after the standbys were copied), so a promoted
 	// standby commits asynchronously, as a standby promoted by hand would.
 	Synchronous bool
-	// Bin is the directory of the server binaries (initdb, postgres,
-	// pg_basebackup); empty means the same search as Start's.
+	// Bin is the directory of the server binaries (initdb, postgres, and
+	// pg_basebackup where there is one); empty means the same search as Start's.
 	Bin string
 }
 
@@ -97,7 +98,7 @@ func StartReplicaSet(ctx context.Context, o ReplicaOptions) (*ReplicaSet, error)
 			return nil, err
 		}
 	}
-	for _, b := range []string{"initdb", "postgres", "pg_basebackup"} {
+	for _, b := range []string{"initdb", "postgres"} {
 		if !isExecutable(filepath.Join(bin, b)) {
 			return nil, fmt.Errorf("%w: %s has no %s", ErrNoServer, bin, b)
 		}
@@ -165,11 +166,14 @@ func (r *ReplicaSet) start(ctx context.Context, o ReplicaOptions) error {
 		// string, application_name included, which is how the primary's
 		// pg_stat_replication and synchronous_standby_names know the standby.
 		conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres application_name=%s", primary.port, n.name)
-		bb := exec.CommandContext(ctx, filepath.Join(r.bin, "pg_basebackup"),
-			"-D", n.data(), "-d", conninfo, "-R", "-X", "stream", "-c", "fast", "--no-sync")
-		bb.Dir, bb.SysProcAttr = n.dir, r.attr
-		if out, err := bb.CombinedOutput(); err != nil {
-			return fmt.Errorf("pgcluster: pg_basebackup for %s: %w\n%s", n.name, err, tail(out))
+		if basebackup := filepath.Join(r.bin, "pg_basebackup"); isExecutable(basebackup) {
+			bb := exec.CommandContext(ctx, basebackup, "-D", n.data(), "-d", conninfo, "-R", "-X", "stream", "-c", "fast", "--no-sync")
+			bb.Dir, bb.SysProcAttr = n.dir, r.attr
+			if out, err := bb.CombinedOutput(); err != nil {
+				return fmt.Errorf("pgcluster: pg_basebackup for %s: %w\n%s", n.name, err, tail(out))
+			}
+		} else if err := copyBackup(ctx, primary, n.data(), conninfo, r.runAs); err != nil {
+			return fmt.Errorf("%w (for %s)", err, n.name)
 		}
 		if err := n.launchNew(ctx); err != nil {
 			return err

@@ -248,3 +248,53 @@ func TestGuardCarriesClaim(t *testing.T) {
 		t.Errorf("bolt = %s after the successor's write, want 3 8", got)
 	}
 }
+
+// TestGuardCarriesExact: exact accounting changes nothing for a carried write. The
+// guard fails the whole statement on the first stale row the server writes on the
+// statement's behalf, so there is no partial write to count: a stale epoch is fenced
+// (SF101, nothing written, no counts), a fresh one applies with no fenced rows
+// reported; a bulk write of the protected table itself in the same session is still
+// counted row by row.
+func TestGuardCarriesExact(t *testing.T) {
+	t.Parallel()
+	db, _, state := carryFixture(t)
+	ctx := sqlfence.WithExactAccounting(t.Context())
+	stock := `SELECT string_agg(format('%s %s %s %s', id, shelf, spare, writer_epoch), ', ' ORDER BY id) FROM stock`
+	shelf := `SELECT string_agg(id::text, ',' ORDER BY id) FROM shelf`
+
+	// Both cascades at once: shelf 1 deletes stock 1, shelf 3 empties stock 2's spare.
+	const del = "DELETE FROM shelf WHERE id IN (1, 3)"
+	_, err := db.ExecContext(sqlfence.WithEpoch(ctx, 4), del)
+	var fe *sqlfence.Error
+	if !errors.Is(err, sqlfence.ErrFenced) || !errors.As(err, &fe) || fe.Code != "SF101" || fe.Epoch != 4 || fe.Affected != 0 || fe.Fenced != 0 {
+		t.Errorf("stale, exact accounting: %v (%+v), want ErrFenced SF101 with no counts", err, fe)
+	}
+	if got, want := state(stock)+" | "+state(shelf), "1 1 2 5, 2 2 3 5 | 0,1,2,3"; got != want {
+		t.Errorf("stale epoch changed the data:\n got %s\nwant %s", got, want)
+	}
+	res, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), del)
+	if err != nil {
+		t.Fatalf("fresh, exact accounting: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 2 {
+		t.Errorf("fresh: %d rows affected, want 2 (the shelf rows)", n)
+	}
+	if got, want := state(stock)+" | "+state(shelf), "2 2  9 | 0,2"; got != want {
+		t.Errorf("fresh epoch:\n got %s\nwant %s", got, want)
+	}
+
+	// The protected table written directly, one row newer than the epoch: counted.
+	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 9), "INSERT INTO stock (id, shelf) VALUES (3, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(sqlfence.WithEpoch(ctx, 10), "UPDATE stock SET spare = 0 WHERE id = 3"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.ExecContext(sqlfence.WithEpoch(ctx, 9), "UPDATE stock SET spare = 2")
+	if !errors.Is(err, sqlfence.ErrFenced) || !errors.As(err, &fe) || fe.Affected != 1 || fe.Fenced != 1 {
+		t.Errorf("bulk write, exact accounting: %v (%+v), want ErrFenced with 1 affected and 1 fenced", err, fe)
+	}
+	if got, want := state(stock), "2 2 2 9, 3 0 0 10"; got != want {
+		t.Errorf("bulk write:\n got %s\nwant %s", got, want)
+	}
+}
