@@ -53,6 +53,8 @@ package sqlfence_test
 //	<SQL>                                         the fixture: what migrations created
 //	--! guard                                     after the setup: sqlfence guard --apply with
 //	                                              the case's policy (the database-side guard)
+//	--! noguard: reason                           optional: TestAttacksGuard leaves the case out
+//	                                              (the setup makes installing the guard fail)
 //	--! exec [options]                            a step: ExecContext on the fenced connection
 //	<SQL>
 //	--! query [options]                           QueryContext, rows read to the end
@@ -215,6 +217,7 @@ type atkCase struct {
 	line              int
 	setup             string
 	guard             bool // --! guard
+	noGuard           string // --! noguard: why TestAttacksGuard leaves the case out
 	// afterConnect are statements run on every new connection before the fence sees
 	// it, as a pool's AfterConnect does (--! afterconnect:); mode is the pgx
 	// connections' DefaultQueryExecMode (--! mode:, pgx's names; "" pgx's default).
@@ -341,6 +344,8 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 				cur.class = value
 			case "known_hole":
 				cur.knownHole = value
+			case "noguard":
+				cur.noGuard = value
 			case "policy":
 				cur.policy = value
 			case "open":
@@ -1567,6 +1572,14 @@ func runAttacks(t *testing.T, front string, guardAll bool) {
 			t.Fatalf("SQLFENCE_ATTACKS_ONLY: %v", err)
 		}
 		cases = slices.DeleteFunc(cases, func(c *atkCase) bool { return !re.MatchString(c.id()) })
+	}
+	if guardAll {
+		cases = slices.DeleteFunc(cases, func(c *atkCase) bool {
+			if c.noGuard != "" {
+				t.Logf("%s: left out with the guard: %s", c.id(), c.noGuard)
+			}
+			return c.noGuard != ""
+		})
 	}
 	if testing.Short() {
 		t.Skip("the attack suite needs PostgreSQL and a minute")

@@ -35,6 +35,10 @@ func Connect(ctx context.Context, dsn string, timeout time.Duration) (*pgx.Conn,
 	if err != nil {
 		return nil, fmt.Errorf("bad --dsn: %w", err)
 	}
+	// The commands' own text (the guard's functions, catalog queries) is UTF-8, and so
+	// is what they read back: a role's or database's default client_encoding must not
+	// reach their session.
+	cfg.RuntimeParams["client_encoding"] = "UTF8"
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
