@@ -216,7 +216,7 @@ type atkCase struct {
 	note              string
 	line              int
 	setup             string
-	guard             bool // --! guard
+	guard             bool   // --! guard
 	noGuard           string // --! noguard: why TestAttacksGuard leaves the case out
 	// afterConnect are statements run on every new connection before the fence sees
 	// it, as a pool's AfterConnect does (--! afterconnect:); mode is the pgx
