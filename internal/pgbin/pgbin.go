@@ -83,6 +83,39 @@ func Find(ctx context.Context, progress io.Writer) (string, error) {
 	return dir, nil
 }
 
+// FindWith is Find for a caller that needs more of the server's programs than
+// initdb and postgres: a Patroni cluster needs pg_basebackup and pg_rewind, which
+// the fetched builds do not ship. Where Find's directory lacks one of tools and
+// SQLFENCE_TEST_PG_BIN is unset, the machine's own PostgreSQL is taken if it has
+// them all, even under SQLFENCE_PG_SYSTEM=off: that setting chooses the fetched
+// server over the machine's, and no fetched build can serve here. The error, when
+// none has them, wraps ErrNoServer and names the missing program.
+func FindWith(ctx context.Context, progress io.Writer, tools ...string) (string, error) {
+	dir, err := Find(ctx, progress)
+	if err != nil {
+		return "", err
+	}
+	missing := func(dir string) string {
+		for _, t := range tools {
+			if !isExecutable(filepath.Join(dir, t)) {
+				return t
+			}
+		}
+		return ""
+	}
+	m := missing(dir)
+	if m == "" {
+		return dir, nil
+	}
+	if os.Getenv(BinEnv) == "" {
+		if sys := findSystem(); sys != "" && missing(sys) == "" {
+			return sys, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s has no %s (the npm builds fetched for the tests ship only initdb, pg_ctl and postgres), and the machine has no PostgreSQL that has; "+
+		"install the PostgreSQL server (Debian/Ubuntu: apt install postgresql), or set %s=<directory of a full installation's binaries>", ErrNoServer, dir, m, BinEnv)
+}
+
 // instead is what every failure of the lookup suggests.
 const instead = `; instead, install the PostgreSQL server (Debian/Ubuntu: apt install postgresql; ` +
 	`macOS: brew install postgresql), or point sqlfence at existing binaries with ` +

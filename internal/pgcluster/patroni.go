@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sqlfence/sqlfence/internal/pgbin"
 )
 
 // ErrNoPatroni reports that Patroni, patronictl or etcd is not installed; like
@@ -80,14 +82,17 @@ func StartPatroni(ctx context.Context, o PatroniOptions) (*Patroni, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoPatroni, err)
 	}
+	// Patroni copies replicas with pg_basebackup and rewinds a former leader with
+	// pg_rewind; a build without them (the fetched ones) cannot make a cluster.
+	tools := []string{"initdb", "postgres", "pg_ctl", "pg_basebackup", "pg_rewind"}
 	if p.bin == "" {
-		if p.bin, err = findBinaries(ctx); err != nil {
+		if p.bin, err = pgbin.FindWith(ctx, os.Stderr, tools...); err != nil {
 			return nil, err
 		}
 	}
-	for _, b := range []string{"initdb", "postgres", "pg_ctl", "pg_basebackup", "pg_rewind"} {
+	for _, b := range tools {
 		if !isExecutable(filepath.Join(p.bin, b)) {
-			return nil, fmt.Errorf("%w: %s has no %s", ErrNoServer, p.bin, b)
+			return nil, fmt.Errorf("%w: %s has no %s, which Patroni needs", ErrNoServer, p.bin, b)
 		}
 	}
 	if os.Geteuid() == 0 {
