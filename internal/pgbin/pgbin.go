@@ -95,25 +95,33 @@ func FindWith(ctx context.Context, progress io.Writer, tools ...string) (string,
 	if err != nil {
 		return "", err
 	}
-	missing := func(dir string) string {
-		for _, t := range tools {
-			if !isExecutable(filepath.Join(dir, t)) {
-				return t
-			}
-		}
-		return ""
-	}
-	m := missing(dir)
+	m := missing(dir, tools)
 	if m == "" {
 		return dir, nil
 	}
-	if os.Getenv(BinEnv) == "" {
-		if sys := findSystem(); sys != "" && missing(sys) == "" {
-			return sys, nil
+	if os.Getenv(BinEnv) != "" {
+		return "", fmt.Errorf("%w: %s=%s has no %s; point it at a full installation's binaries", ErrNoServer, BinEnv, dir, m)
+	}
+	sys := findSystem()
+	if sys != "" && missing(sys, tools) == "" {
+		return sys, nil
+	}
+	why := "the machine has no PostgreSQL installed"
+	if sys != "" {
+		why = fmt.Sprintf("the machine's own, %s, has no %s either", sys, missing(sys, tools))
+	}
+	return "", fmt.Errorf("%w: %s has no %s (the builds fetched from the npm registry ship only initdb, pg_ctl and postgres), and %s; "+
+		"install the PostgreSQL server (Debian/Ubuntu: apt install postgresql), or set %s=<directory of a full installation's binaries>", ErrNoServer, dir, m, why, BinEnv)
+}
+
+// missing is the first of tools that dir holds no executable of, or "".
+func missing(dir string, tools []string) string {
+	for _, t := range tools {
+		if !isExecutable(filepath.Join(dir, t)) {
+			return t
 		}
 	}
-	return "", fmt.Errorf("%w: %s has no %s (the npm builds fetched for the tests ship only initdb, pg_ctl and postgres), and the machine has no PostgreSQL that has; "+
-		"install the PostgreSQL server (Debian/Ubuntu: apt install postgresql), or set %s=<directory of a full installation's binaries>", ErrNoServer, dir, m, BinEnv)
+	return ""
 }
 
 // instead is what every failure of the lookup suggests.

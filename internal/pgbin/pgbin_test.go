@@ -193,6 +193,44 @@ func TestLookupOrder(t *testing.T) {
 	}
 }
 
+// TestFindWith: a caller needing more programs than the fetched builds ship gets a
+// full installation, or an error that names the missing program and says only what
+// is true of where it looked.
+func TestFindWith(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"initdb", "postgres"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(BinEnv, dir)
+	_, err := FindWith(context.Background(), nil, "pg_rewind")
+	if !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), BinEnv+"="+dir+" has no pg_rewind") || strings.Contains(err.Error(), "npm") {
+		t.Errorf("FindWith under %s lacking pg_rewind = %v; want that directory named, and nothing said of fetched builds", BinEnv, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pg_rewind"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FindWith(context.Background(), nil, "pg_rewind"); got != dir || err != nil {
+		t.Errorf("FindWith = %s, %v; want %s", got, err, dir)
+	}
+
+	// The fetched build lacks pg_rewind: the machine's own installation is taken
+	// if it has one, whatever SQLFENCE_PG_SYSTEM says.
+	body, integrity := tarball(t, goodPackage)
+	serve(t, body, integrity)
+	t.Setenv(BinEnv, "")
+	t.Setenv(SystemEnv, "off")
+	got, err := FindWith(context.Background(), nil, "pg_rewind")
+	if sys := findSystem(); sys != "" && isExecutable(filepath.Join(sys, "pg_rewind")) {
+		if got != sys || err != nil {
+			t.Errorf("FindWith = %s, %v; want the machine's own %s", got, err, sys)
+		}
+	} else if !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "has no pg_rewind") || !strings.Contains(err.Error(), "apt install postgresql") {
+		t.Errorf("FindWith with neither having pg_rewind = %s, %v; want the program named and what to install", got, err)
+	}
+}
+
 func TestPinnedReleases(t *testing.T) {
 	for plat, majors := range platforms {
 		for major := range versions {

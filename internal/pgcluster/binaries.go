@@ -17,9 +17,10 @@ import (
 const BinEnv = pgbin.BinEnv
 
 // findBinaries is internal/pgbin's lookup, which fetches a server into the cache
-// when the machine has none; what it fetches is reported on stderr.
-func findBinaries(ctx context.Context) (string, error) {
-	return pgbin.Find(ctx, os.Stderr)
+// when the machine has none; what it fetches is reported on stderr. tools are the
+// programs needed besides initdb and postgres (pgbin.FindWith).
+func findBinaries(ctx context.Context, tools ...string) (string, error) {
+	return pgbin.FindWith(ctx, os.Stderr, tools...)
 }
 
 func isExecutable(path string) bool {

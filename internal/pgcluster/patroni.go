@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/sqlfence/sqlfence/internal/pgbin"
 )
 
 // ErrNoPatroni reports that Patroni, patronictl or etcd is not installed; like
@@ -86,13 +84,14 @@ func StartPatroni(ctx context.Context, o PatroniOptions) (*Patroni, error) {
 	// pg_rewind; a build without them (the fetched ones) cannot make a cluster.
 	tools := []string{"initdb", "postgres", "pg_ctl", "pg_basebackup", "pg_rewind"}
 	if p.bin == "" {
-		if p.bin, err = pgbin.FindWith(ctx, os.Stderr, tools...); err != nil {
+		if p.bin, err = findBinaries(ctx, tools...); err != nil {
 			return nil, err
 		}
-	}
-	for _, b := range tools {
-		if !isExecutable(filepath.Join(p.bin, b)) {
-			return nil, fmt.Errorf("%w: %s has no %s, which Patroni needs", ErrNoServer, p.bin, b)
+	} else {
+		for _, b := range tools {
+			if !isExecutable(filepath.Join(p.bin, b)) {
+				return nil, fmt.Errorf("%w: %s has no %s, which Patroni needs", ErrNoServer, p.bin, b)
+			}
 		}
 	}
 	if os.Geteuid() == 0 {
