@@ -339,6 +339,12 @@ func parseAttacks(file, data string) ([]*atkCase, error) {
 		}
 		if isKV {
 			block = nil
+			if value == "" && (key == "known_hole" || key == "noguard") {
+				// Either leaves the case out of a run; without its reason it would
+				// read as a directive that says nothing, and still leave the case out
+				// (known_hole) or silently not (noguard).
+				return nil, fmt.Errorf("%s:%d: --! %s: needs the reason after the colon", file, n, key)
+			}
 			switch key {
 			case "class":
 				cur.class = value
@@ -1717,6 +1723,8 @@ func TestAttackFormat(t *testing.T) {
 		"--! name: a\n--! class: ddl\n--! exec capture=x\nSELECT 1\n",
 		"--! name: a\n--! class: ddl\n--! exec rewrite\nSELECT 1\n",
 		"--! name: a\n--! class: ddl\n--! policy: other\n--! exec\nSELECT 1\n",
+		"--! name: a\n--! class: ddl\n--! noguard:\n--! exec\nSELECT 1\n",
+		"--! name: a\n--! class: ddl\n--! known_hole:   \n--! exec\nSELECT 1\n",
 	} {
 		if _, err := parseAttacks("bad.sql", bad); err == nil {
 			t.Errorf("parseAttacks accepted %q", bad)

@@ -45,6 +45,22 @@ func Resolve(ctx context.Context, query Querier, p *Policy) (*Policy, error) {
 	if err != nil {
 		return nil, chk.readError("reading the catalog", err)
 	}
+	if at.routines >= 0 {
+		// The version's statement saw no user routine, so the bound routines were
+		// read in their short form, which answers for the full one only while none
+		// is there; one created since is in this snapshot: read again in full.
+		some, err := pgcatalog.Bool("user routines", rows[at.routines])
+		if err != nil {
+			return nil, chk.readError("reading the catalog", err)
+		}
+		if some {
+			ver.Routines = true
+			reads, at = catalogReads(p, ver, columns)
+			if rows, err = reads.Run(ctx, query); err != nil {
+				return nil, chk.readError("reading the catalog", err)
+			}
+		}
+	}
 	for i := range reads.Len() {
 		if i != at.fingerprint {
 			r := reads.At(i)
@@ -164,16 +180,18 @@ type readsAt struct {
 	claims      []int // by p.Claims
 	unguarded   int
 	uncarried   int
+	routines    int // whether a user routine is in the snapshot, where the bound routines are read short
 	snapshot    int // the first of the snapshot's, which come last
 }
 
 // catalogReads are the queries of the catalog read after the version, sent as one
 // statement (pgcatalog.Reads): the fingerprint where catalog_refresh will compare
 // it, the relations of every protected and claim table, the guard's triggers on
-// the protected ones where the guard compares versions, and the snapshot.
+// the protected ones where the guard compares versions, whether a user routine is
+// there where the version's statement saw none, and the snapshot.
 func catalogReads(p *Policy, ver pgcatalog.CatalogVersion, columns []string) (*pgcatalog.Reads, readsAt) {
 	var reads pgcatalog.Reads
-	at := readsAt{fingerprint: -1, unguarded: -1, uncarried: -1}
+	at := readsAt{fingerprint: -1, unguarded: -1, uncarried: -1, routines: -1}
 	if p.CatalogRefresh > 0 && !ver.Installed() {
 		at.fingerprint = reads.Add(pgcatalog.FingerprintRead())
 	}
@@ -194,8 +212,11 @@ func catalogReads(p *Policy, ver pgcatalog.CatalogVersion, columns []string) (*p
 			at.uncarried = reads.Add(pgcatalog.UncarriedRead(from))
 		}
 	}
+	if !ver.Routines {
+		at.routines = reads.Add(pgcatalog.RoutinesRead())
+	}
 	at.snapshot = reads.Len()
-	for _, r := range pgcatalog.SnapshotReads(columns) {
+	for _, r := range pgcatalog.SnapshotReads(columns, ver.Routines) {
 		reads.Add(r)
 	}
 	return &reads, at

@@ -148,20 +148,14 @@ WITH RECURSIVE fn (classid, objid, fid) AS (
     FROM ufn u JOIN pg_policy p ON u.classid = 'pg_policy'::regclass AND p.oid = u.objid
     JOIN pg_class c ON c.oid = p.polrelid AND c.relrowsecurity
     UNION ALL
-    SELECT 'v', r.ev_class, 'view', '', d.refobjid
-    FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
-         AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> r.ev_class AND d.deptype = 'n'
-    WHERE r.rulename = '_RETURN'
-    UNION ALL
-    SELECT 'v', i.inhparent, 'inherits', '', i.inhrelid FROM pg_inherits i
+` + boundViews + `
 ), planned (holder, rel, what, name, fid) AS (
     SELECT * FROM bound
     UNION ALL
     SELECT 'r', b.rel, b.what, b.name, b.fid FROM bound b WHERE b.holder = 'w' AND b.what IN ('index', 'partition key', 'check constraint', 'statistics')
 )
 SELECT DISTINCT b.holder, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, b.what, b.name, b.fid::int8
-FROM planned b JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE ` + userSchema("n") + `
+FROM planned b ` + boundRelations + `
 UNION ALL
 SELECT DISTINCT 't', t.oid::int8, n.nspname::text, t.typname::text, t.typtype::text, 'domain',
        CASE WHEN h.typ = h.dom THEN '' ELSE format_type(h.dom, NULL) END, f.fid::int8
@@ -190,3 +184,41 @@ SELECT 'e', e.oid::int8, '', e.evtname::text, '', 'event trigger', e.evtname::te
 FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE e.evtenabled <> 'D' AND ` + userSchema("n") + `
   AND NOT (n.nspname = 'sqlfence' AND e.evtname IN ('` + strings.Join(GuardEventTriggers, "', '") + `'))`
+
+// boundViews are the BoundView rows: the relations a view's query reads (its
+// _RETURN rule's dependencies) and the children of a parent.
+const boundViews = `    SELECT 'v', r.ev_class, 'view', '', d.refobjid
+    FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+         AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> r.ev_class AND d.deptype = 'n'
+    WHERE r.rulename = '_RETURN'
+    UNION ALL
+    SELECT 'v', i.inhparent, 'inherits', '', i.inhrelid FROM pg_inherits i`
+
+// boundRelations names the relation of each row of the relation holders and keeps
+// those in user schemas.
+var boundRelations = `JOIN pg_class c ON c.oid = b.rel JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE ` + userSchema("n")
+
+// BoundViewsSQL is BoundSQL where no routine is in a user schema: then it returns the
+// same rows, and costs a fraction (on a new server connection, whose catalog caches
+// are cold, BoundSQL is the dearest query of the read). Every other row of BoundSQL
+// names a user routine: fn and ufn, and so domfn, the bound rows but the views' and
+// the argument defaults, come from pg_depend rows joined to pg_proc in a user schema;
+// casts and usupport join their function to pg_proc in a user schema; the call rows
+// are of user routines; an event trigger's function is in a user schema. With no such
+// routine those are empty, and what is left is the views' and the children's rows,
+// which planned passes on and the final SELECT names and filters as here.
+// RoutinesSQL says, in the read's own snapshot, whether a routine is there.
+var BoundViewsSQL = `
+WITH bound (holder, rel, what, name, fid) AS (
+` + boundViews + `
+)
+SELECT DISTINCT b.holder, c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, b.what, b.name, b.fid::int8
+FROM bound b ` + boundRelations
+
+// RoutinesSQL returns one row: whether a routine (function, procedure, aggregate)
+// is in a user schema; where none is, BoundViewsSQL answers for BoundSQL. Its
+// catalogs are named with their schema: the catalog version's statement holds it
+// too, and runs on sessions of every kind.
+var RoutinesSQL = `
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE ` + userSchema("n") + `)`

@@ -17,7 +17,7 @@ func resolveQueries() map[string]string {
 	rel := together.Add(RelationsRead("", "t", "writer_epoch"))
 	together.Add(UnguardedRead("SELECT c1::pg_catalog.oid FROM " + together.Ref(rel)))
 	together.Add(UncarriedRead("SELECT c1::pg_catalog.oid FROM " + together.Ref(rel)))
-	for _, r := range SnapshotReads([]string{"writer_epoch"}) {
+	for _, r := range SnapshotReads([]string{"writer_epoch"}, true) {
 		together.Add(r)
 	}
 	sql, _ := together.SQL()

@@ -260,16 +260,24 @@ type snapshotStep struct {
 
 // SnapshotReads are the queries of a Snapshot as reads of a catalog read (Reads),
 // in order; DecodeSnapshot reads their rows. epochColumns are the policy's epoch
-// column names.
-func SnapshotReads(epochColumns []string) []Read {
+// column names. routines says whether a routine may be in a user schema: where the
+// caller knows none is (RoutinesSQL, read in the same snapshot, says so), the bound
+// routines are read with BoundViewsSQL, which then returns what BoundSQL would.
+func SnapshotReads(epochColumns []string, routines bool) []Read {
 	cols, _ := json.Marshal(epochColumns) // a []string always marshals
 	steps := snapshotSteps(string(cols))
 	out := make([]Read, len(steps))
 	for i, st := range steps {
 		out[i] = Read{What: st.what, SQL: st.sql, Args: st.args, Columns: st.n}
+		if st.sql == BoundSQL && !routines {
+			out[i].SQL = BoundViewsSQL
+		}
 	}
 	return out
 }
+
+// RoutinesRead is RoutinesSQL as a read: one row, one bool column.
+func RoutinesRead() Read { return Read{What: "user routines", SQL: RoutinesSQL, Columns: 1} }
 
 // DecodeSnapshot builds the Snapshot from the rows of SnapshotReads, in their order.
 func DecodeSnapshot(rows [][][]any) (*Snapshot, error) {

@@ -38,7 +38,7 @@ func BenchmarkCatalogReadCold(b *testing.B) {
 	var reads pgcatalog.Reads
 	reads.Add(pgcatalog.FingerprintRead())
 	reads.Add(pgcatalog.RelationsRead("", "inventory", "writer_epoch"))
-	for _, r := range pgcatalog.SnapshotReads([]string{"writer_epoch"}) {
+	for _, r := range pgcatalog.SnapshotReads([]string{"writer_epoch"}, true) {
 		reads.Add(r)
 	}
 	connect := func() (*pgx.Conn, time.Duration) {

@@ -64,7 +64,7 @@ func TestReadsAsAlone(t *testing.T) {
 	reads.Add(pgcatalog.FingerprintRead())
 	rel := reads.Add(pgcatalog.RelationsRead("", "inventory", "writer_epoch"))
 	reads.Add(pgcatalog.RelationsRead("public", "orders", "writer_epoch"))
-	for _, r := range pgcatalog.SnapshotReads([]string{"writer_epoch"}) {
+	for _, r := range pgcatalog.SnapshotReads([]string{"writer_epoch"}, true) {
 		reads.Add(r)
 	}
 	got, err := reads.Run(ctx, q)

@@ -21,7 +21,7 @@ const VersionLock = 7294611953
 // versionSQL waits for the DDL in flight, reads the counter (NULL when sqlfence's
 // sequence is missing), says whether both event triggers fire in every session and
 // the guard's trigger function compares versions, and returns the event triggers'
-// row versions.
+// row versions, and whether a user routine exists (CatalogVersion.Routines).
 //
 // Enabled means ENABLE ALWAYS ('A'): one enabled plainly ('O') fires no DDL of a
 // session with session_replication_role = replica. The row versions (oid and xmin)
@@ -29,7 +29,7 @@ const VersionLock = 7294611953
 // event trigger themselves: DDL made while the triggers were disabled, and then
 // enabled again, moved no version, but it moved their rows.
 var versionSQL = `
-SELECT v.version, v.triggers, v.guard, v.rows, v.carries, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
+SELECT v.version, v.triggers, v.guard, v.rows, v.carries, v.routines, pg_catalog.pg_advisory_unlock(` + strconv.Itoa(VersionLock) + `)
 FROM (SELECT pg_catalog.pg_advisory_lock(` + strconv.Itoa(VersionLock) + `) AS locked,
              pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass('sqlfence.catalog_version')) AS version,
              (SELECT pg_catalog.count(*) FROM pg_catalog.pg_event_trigger e
@@ -41,7 +41,8 @@ FROM (SELECT pg_catalog.pg_advisory_lock(` + strconv.Itoa(VersionLock) + `) AS l
               FROM pg_catalog.pg_event_trigger e
               WHERE e.evtname IN ('sqlfence_catalog_ddl', 'sqlfence_catalog_drop')) AS rows,
              EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-                     WHERE n.nspname = 'sqlfence' AND p.proname = 'guard_row' AND p.prosrc LIKE '%` + GuardCarriesTag + `%') AS carries
+                     WHERE n.nspname = 'sqlfence' AND p.proname = 'guard_row' AND p.prosrc LIKE '%` + GuardCarriesTag + `%') AS carries,
+             (` + RoutinesSQL + `) AS routines
       OFFSET 0) v`
 
 // GuardCarriesTag is written in the guard's row trigger function: the guard fences
@@ -59,6 +60,10 @@ type CatalogVersion struct {
 	// other Rows have DDL between them that no event trigger saw.
 	Rows    string
 	Carries bool // the guard fences the server's writes with a carried epoch (GuardCarriesTag)
+	// Routines: a routine is in a user schema (RoutinesSQL). The catalog read that
+	// follows reads the bound routines in full only where one is, and checks again
+	// in its own snapshot.
+	Routines bool
 }
 
 // Installed reports whether DDL of any session moves the version and the guard
@@ -81,7 +86,7 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	if err != nil {
 		return CatalogVersion{}, err
 	}
-	if len(rows) != 1 || len(rows[0]) != 6 {
+	if len(rows) != 1 || len(rows[0]) != 7 {
 		return CatalogVersion{}, fmt.Errorf("pgcatalog: catalog version query returned %v", rows)
 	}
 	var v CatalogVersion
@@ -96,6 +101,7 @@ func Version(ctx context.Context, query QueryFunc) (CatalogVersion, error) {
 	v.Guard, _ = rows[0][2].(bool)
 	v.Rows, _ = rows[0][3].(string)
 	v.Carries, _ = rows[0][4].(bool)
+	v.Routines, _ = rows[0][5].(bool)
 	return v, nil
 }
 
@@ -132,6 +138,16 @@ WHERE c.oid IN ({oids}) AND c.relkind NOT IN ('v', 'p')
 // hold rows and have no enabled guard row trigger, in order.
 func UncarriedRead(oids string) Read {
 	return Read{What: "relations without the guard's row trigger", SQL: strings.ReplaceAll(uncarriedSQL, "{oids}", oids), Columns: 1, Order: "c1"}
+}
+
+// Bool reads the one bool of a read of one row and column (RoutinesRead).
+func Bool(what string, rows [][]any) (bool, error) {
+	if len(rows) == 1 && len(rows[0]) == 1 {
+		if b, ok := rows[0][0].(bool); ok {
+			return b, nil
+		}
+	}
+	return false, fmt.Errorf("pgcatalog: the %s query returned %v, want one bool", what, rows)
 }
 
 // Strings are the values of rows of one text column.
