@@ -30,8 +30,9 @@ func TestErrorCodes(t *testing.T) {
 		}
 	}
 
-	// A lease long enough for the held job to be asked for under the race detector.
-	jobs, err := claim.NewJobs(claim.JobsConfig{Lease: 2 * time.Second, RenewEvery: -1})
+	// A lease long enough for the held job to be asked for under the race detector,
+	// or with the WebAssembly parser on a loaded machine.
+	jobs, err := claim.NewJobs(claim.JobsConfig{Lease: 5 * time.Second, RenewEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestErrorCodes(t *testing.T) {
 	if _, err := jobs.Claim(ctx, arbiter, stale.JobID); !errors.Is(err, claim.ErrNotClaimable) || !codeRE.MatchString(err.Error()) {
 		t.Errorf("Claim of a held job: %v", err)
 	}
-	time.Sleep(2100 * time.Millisecond) // past the lease
+	time.Sleep(5100 * time.Millisecond) // past the lease
 	next, err := jobs.ClaimNext(ctx, arbiter)
 	if err != nil {
 		t.Fatal(err)

@@ -163,7 +163,10 @@ func buildBinary(t *testing.T) string {
 // runBinary runs the built binary in checkDir and returns its output and exit code.
 func runBinary(t *testing.T, bin string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	// The demo's four workers are processes of their own, and with the
+	// WebAssembly parser each compiles it first: on a loaded 2-core machine that
+	// alone has taken most of two minutes.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = checkDir
