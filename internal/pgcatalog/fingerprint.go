@@ -27,7 +27,10 @@ var FingerprintCatalogs = []string{
 }
 
 // FingerprintSQL is the fingerprint's query: for each catalog, the number of its rows
-// and the sum of a 64-bit hash of each row version's identity, (xmin, ctid).
+// and the sum of a 64-bit hash of each row version's identity, (xmin, ctid): the
+// ctid's hash keyed by the xmin's. (Hashing the two as one text, as before, cost
+// twice as much per row: the text of a tid and a concatenation for each of the
+// ~12 000 rows of an empty database.)
 //
 // Why it moves with every change: a committed INSERT or UPDATE of a catalog row
 // writes a new row version whose xmin is the writing transaction, and the old version
@@ -60,7 +63,7 @@ var fingerprintWhere = map[string]string{
 func fingerprintSQL(catalogs []string) string {
 	parts := make([]string, len(catalogs))
 	for i, c := range catalogs {
-		parts[i] = `(SELECT pg_catalog.concat(pg_catalog.count(*), ':', pg_catalog.sum(pg_catalog.hashtextextended(pg_catalog.concat(x.xmin, ',', x.ctid), 0))) FROM pg_catalog.` + c + ` x` + fingerprintWhere[c] + `)`
+		parts[i] = `(SELECT pg_catalog.concat(pg_catalog.count(*), ':', pg_catalog.sum(pg_catalog.hashtidextended(x.ctid, pg_catalog.hashtextextended(pg_catalog.textin(pg_catalog.xidout(x.xmin)), 0)))) FROM pg_catalog.` + c + ` x` + fingerprintWhere[c] + `)`
 	}
 	return "SELECT pg_catalog.concat_ws(' ',\n  " + strings.Join(parts, ",\n  ") + ")"
 }

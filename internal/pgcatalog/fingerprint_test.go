@@ -36,7 +36,7 @@ func resolveQueries() map[string]string {
 var serverReads = map[string][]string{
 	// Depend on no catalog row.
 	"count": nil, "max": nil, "min": nil, "sum": nil, "coalesce": nil, "unnest": nil, "json_agg": nil, "array_to_json": nil,
-	"jsonb_array_elements_text": nil, "json_build_array": nil, "string_to_table": nil, "split_part": nil, "abs": nil, "string_agg": nil, "length": nil, "pg_advisory_lock": nil, "pg_advisory_unlock": nil,
+	"jsonb_array_elements_text": nil, "json_build_array": nil, "string_to_array": nil, "abs": nil, "string_agg": nil, "length": nil, "pg_advisory_lock": nil, "pg_advisory_unlock": nil,
 	// The sequence's value is no catalog row: it matters only where the catalog
 	// version is installed, and there catalog_refresh does not read the fingerprint.
 	"pg_sequence_last_value":   nil,

@@ -175,7 +175,7 @@ func TestReadsOneSnapshot(t *testing.T) {
 // does not know or knows as less volatile, is for every name the more volatile of
 // the list's and what the whole of pg_proc's pg_catalog says (what the driver used
 // before it sent the list) — on a stock server, and where a superuser created a
-// function in pg_catalog, made a built-in more volatile, or added a more volatile
+// function in pg_catalog, made a built-in more volatile (immutable to stable, to volatile), or added a more volatile
 // overload to one (each of which the answer must hold).
 func TestBuiltinsAgainstList(t *testing.T) {
 	conn := connect(t, pgtest.NewDB(t))
@@ -194,7 +194,7 @@ func TestBuiltinsAgainstList(t *testing.T) {
 		for _, r := range rows {
 			server[r[0].(string)] = r[1].(string)
 		}
-		diff, err := q(ctx, pgcatalog.BuiltinsSQL, pgfunc.BuiltinList())
+		diff, err := q(ctx, pgcatalog.BuiltinsSQL, pgcatalog.BuiltinsArgs()...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,11 +223,12 @@ func TestBuiltinsAgainstList(t *testing.T) {
 		`CREATE FUNCTION pg_catalog.sqlfence_made_here() RETURNS int LANGUAGE sql STABLE AS 'SELECT 1'`,
 		`ALTER FUNCTION pg_catalog.lower(text) VOLATILE`,
 		`CREATE FUNCTION pg_catalog.upper(int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT 1'`,
-		`ALTER FUNCTION pg_catalog.now() IMMUTABLE`, // less volatile: the list's answer stands
+		`ALTER FUNCTION pg_catalog.now() IMMUTABLE`,  // less volatile: the list's answer stands
+		`ALTER FUNCTION pg_catalog.abs(int4) STABLE`, // immutable in the list
 	} {
 		if _, err := conn.Exec(ctx, ddl); err != nil {
 			t.Fatal(err)
 		}
 	}
-	check("after", map[string]string{"sqlfence_made_here": "s", "lower": "v", "upper": "v", "now": ""})
+	check("after", map[string]string{"sqlfence_made_here": "s", "lower": "v", "upper": "v", "now": "", "abs": "s"})
 }

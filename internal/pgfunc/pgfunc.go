@@ -38,10 +38,37 @@ var builtins = sync.OnceValue(func() map[string]Volatility {
 	return m
 })
 
-// BuiltinList is the embedded list as it is embedded: one "name v|s|i" a line. The
-// catalog read sends it to the server, which answers with only the functions it has
-// that the list does not know, or knows as less volatile (pgcatalog.BuiltinsSQL).
-func BuiltinList() string { return builtinList }
+// BuiltinsAtLeast is the embedded list's names whose volatility is at least v, one a
+// line (Immutable: every name; Stable: the stable and the volatile; Volatile: the
+// volatile). The catalog read sends the three to the server, which answers with only
+// the functions it has that the list does not know, or knows as less volatile
+// (pgcatalog.BuiltinsSQL).
+func BuiltinsAtLeast(v Volatility) string {
+	return builtinsAtLeast()[v]
+}
+
+var builtinsAtLeast = sync.OnceValue(func() map[Volatility]string {
+	var b [3]strings.Builder
+	for line := range strings.SplitSeq(builtinList, "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || len(v) != 1 {
+			continue
+		}
+		for i, at := range []Volatility{Immutable, Stable, Volatile} {
+			if moreVolatile(Volatility(v[0]), at) {
+				b[i].WriteString(name)
+				b[i].WriteByte('\n')
+			}
+		}
+	}
+	return map[Volatility]string{Immutable: b[0].String(), Stable: b[1].String(), Volatile: b[2].String()}
+})
+
+// moreVolatile reports whether v is at least as volatile as than: i < s < v.
+func moreVolatile(v, than Volatility) bool {
+	rank := func(x Volatility) int { return strings.IndexByte("isv", byte(x)) }
+	return rank(v) >= rank(than)
+}
 
 // Builtin returns the volatility of the pg_catalog function called name, and whether
 // there is one.
