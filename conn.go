@@ -46,6 +46,12 @@ type conn struct {
 	// defaults are what a reset returns the session's pinned settings to, read at
 	// connect (nil without pgx): each decision is judged on them (conn.decision).
 	defaults *engine.Defaults
+	// querier runs sqlfence's own queries on this connection, and pgxConn is the
+	// inner pgx connection (nil on another driver): both made once at connect, not
+	// per statement (an allocation and two interface lookups on every statement's
+	// path before).
+	querier engine.Querier
+	pgxConn *pgx.Conn
 }
 
 // usable checks, before each statement, that the server still reads text as sqlfence
@@ -71,8 +77,8 @@ func (c *conn) usable(ctx context.Context, query string) error {
 	// Under resolve: none there is nothing to read again (the connector read the
 	// claim tables' schemas at connect, on pgx), and a fake or go-sqlmock connection
 	// must see only the application's statements.
-	if c.cn != nil && !c.ddlPending && c.cn.base.ResolveCatalog {
-		return c.cn.Ready(ctx, connQuerier(c.inner), c.idle())
+	if c.cn != nil && !c.ddlPending && c.cn.base.ResolveCatalog && !c.cn.fresh() {
+		return c.cn.Ready(ctx, c.querier, c.idle())
 	}
 	return nil
 }
@@ -80,8 +86,7 @@ func (c *conn) usable(ctx context.Context, query string) error {
 // idle reports whether the session is outside a transaction (pgx reports it; other
 // drivers do not, and count as in one): a statement there sees every committed change.
 func (c *conn) idle() bool {
-	pc := pgxConnOf(c.inner)
-	return pc != nil && pc.PgConn().TxStatus() == 'I'
+	return c.pgxConn != nil && c.pgxConn.PgConn().TxStatus() == 'I'
 }
 
 var (
@@ -280,7 +285,7 @@ func (c *conn) catalogChanged(ctx context.Context, eff engine.CatalogEffect) err
 	if !reread || c.cn == nil {
 		return nil
 	}
-	if err := c.cn.refresh(ctx, connQuerier(c.inner)); err != nil {
+	if err := c.cn.refresh(ctx, c.querier); err != nil {
 		c.ddlPending = true
 		if errors.Is(err, driver.ErrBadConn) {
 			return fmt.Errorf("sqlfence: the statement ran, but reading the catalog again after it failed: the connection broke (%v)", err)

@@ -117,7 +117,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
-	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params, session: chk, defaults: def}
+	cn := &conn{inner: ic, cn: c, enf: c.current(), params: params, session: chk, defaults: def, querier: connQuerier(ic), pgxConn: pgxConnOf(ic)}
 	cn.isPgx, cn.pgxMode = defaultMode(ic)
 	if cn.params != nil {
 		cn.server = engine.ServerVersionNum(cn.params("server_version"))

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,9 @@ type fence struct {
 	checks, reads, kept atomic.Int64
 	// checkedAt: when the catalog version was last read (versionCheck).
 	checkedAt atomic.Int64
+	// dueAt is when due turns true, from the policy in use and readAt or checkedAt
+	// (schedule): before each statement one load, not three pointers to follow.
+	dueAt atomic.Int64
 	// claimsKnown: every unqualified claim table's schema is known (claimschema.go).
 	claimsKnown atomic.Bool
 	// dial opens a fresh connection of the inner connector for reading the catalog
@@ -184,13 +188,27 @@ func (f *fence) Ready(ctx context.Context, q front.Querier, idle bool) error {
 // due reports whether catalog_refresh asks for a new read, where the database has no
 // catalog version, so that DDL of other sessions is seen within the period; or,
 // where it has one, whether versionCheck has passed since the version was last read.
-func (f *fence) due() bool {
+func (f *fence) due() bool { return time.Now().UnixNano() >= f.dueAt.Load() }
+
+// fresh reports whether Ready has nothing to do: the claim tables' schemas are known,
+// the catalog was read, nothing said it changed and no check is due. It is each
+// statement's path, and follows no pointer out of the fence.
+func (f *fence) fresh() bool {
+	return f.claimsKnown.Load() && f.ready.Load() && !f.stale.Load() && !f.due()
+}
+
+// schedule sets dueAt for the policy in use and the last reads; under resolveMu,
+// after every change of readAt, checkedAt or the enforcer.
+func (f *fence) schedule() {
 	p := f.current().policy
-	now := time.Now().UnixNano()
-	if p.CatalogVersion > 0 {
-		return now-f.checkedAt.Load() >= int64(versionCheck)
+	switch {
+	case p.CatalogVersion > 0:
+		f.dueAt.Store(f.checkedAt.Load() + int64(versionCheck))
+	case p.CatalogRefresh > 0 && p.CatalogMissing != "":
+		f.dueAt.Store(f.readAt.Load() + int64(p.CatalogRefresh))
+	default:
+		f.dueAt.Store(math.MaxInt64)
 	}
-	return p.CatalogRefresh > 0 && p.CatalogMissing != "" && now-f.readAt.Load() >= int64(p.CatalogRefresh)
 }
 
 // versionCheck is how often, at most, a connector reads the catalog version again
@@ -211,6 +229,7 @@ const versionCheck = time.Second
 // itself when idle (outside a transaction, so it sees every committed change), the
 // snapshot, the decision cache and every connection's memo untouched.
 func (f *fence) catchUp(ctx context.Context, q front.Querier, idle bool) error {
+	defer f.schedule()
 	cur := f.current().policy
 	start := time.Now().UnixNano()
 	var done func()
@@ -284,6 +303,7 @@ func (f *fence) reload(ctx context.Context, q front.Querier) error {
 // connections' memos stay (decisions depend on nothing else). start is when the
 // read was asked for: catalog_refresh's period counts from it.
 func (f *fence) reloadAt(ctx context.Context, q front.Querier, start int64) error {
+	defer f.schedule()
 	// Cleared first: the guard's word that arrives during the read is kept.
 	f.stale.Store(false)
 	f.fingerprint = ""
