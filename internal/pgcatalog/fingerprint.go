@@ -28,9 +28,9 @@ var FingerprintCatalogs = []string{
 
 // FingerprintSQL is the fingerprint's query: for each catalog, the number of its rows
 // and the sum of a 64-bit hash of each row version's identity, (xmin, ctid): the
-// ctid's hash keyed by the xmin's. (Hashing the two as one text, as before, cost
-// twice as much per row: the text of a tid and a concatenation for each of the
-// ~12 000 rows of an empty database.)
+// ctid's hash keyed by the xmin's. (Hashing the two as one text costs twice as much
+// per row: the text of a tid and a concatenation for each of the ~12 000 rows of an
+// empty database.)
 //
 // Why it moves with every change: a committed INSERT or UPDATE of a catalog row
 // writes a new row version whose xmin is the writing transaction, and the old version

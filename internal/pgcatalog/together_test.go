@@ -175,8 +175,9 @@ func TestReadsOneSnapshot(t *testing.T) {
 // does not know or knows as less volatile, is for every name the more volatile of
 // the list's and what the whole of pg_proc's pg_catalog says (what the driver used
 // before it sent the list) — on a stock server, and where a superuser created a
-// function in pg_catalog, made a built-in more volatile (immutable to stable, to volatile), or added a more volatile
-// overload to one (each of which the answer must hold).
+// function in pg_catalog, made a built-in more volatile (immutable to stable, or to
+// volatile), or added a more volatile overload to one (each of which the answer must
+// hold).
 func TestBuiltinsAgainstList(t *testing.T) {
 	conn := connect(t, pgtest.NewDB(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -55,7 +55,7 @@ var builtinsAtLeast = sync.OnceValue(func() map[Volatility]string {
 			continue
 		}
 		for i, at := range []Volatility{Immutable, Stable, Volatile} {
-			if moreVolatile(Volatility(v[0]), at) {
+			if atLeast(Volatility(v[0]), at) {
 				b[i].WriteString(name)
 				b[i].WriteByte('\n')
 			}
@@ -64,8 +64,10 @@ var builtinsAtLeast = sync.OnceValue(func() map[Volatility]string {
 	return map[Volatility]string{Immutable: b[0].String(), Stable: b[1].String(), Volatile: b[2].String()}
 })
 
-// moreVolatile reports whether v is at least as volatile as than: i < s < v.
-func moreVolatile(v, than Volatility) bool {
+// atLeast reports whether v is at least as volatile as than (i < s < v). A letter
+// other than those three ranks below them all: its name is then in no list, and the
+// server's answer for it stands.
+func atLeast(v, than Volatility) bool {
 	rank := func(x Volatility) int { return strings.IndexByte("isv", byte(x)) }
 	return rank(v) >= rank(than)
 }
