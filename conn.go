@@ -150,7 +150,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 // (parsed.go).
 func (c *conn) parseRefused(ctx context.Context, query string, err error) error {
 	var pc *pgconn.PgConn
-	if x := pgxConnOf(c.inner); x != nil {
+	if x := c.pgxConn; x != nil {
 		pc = x.PgConn()
 	}
 	return parseRefused(ctx, pc, query, err)

@@ -6,6 +6,8 @@ package pgfunc
 
 import (
 	_ "embed"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -48,20 +50,21 @@ func BuiltinsAtLeast(v Volatility) string {
 }
 
 var builtinsAtLeast = sync.OnceValue(func() map[Volatility]string {
-	var b [3]strings.Builder
-	for line := range strings.SplitSeq(builtinList, "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || len(v) != 1 {
-			continue
-		}
-		for i, at := range []Volatility{Immutable, Stable, Volatile} {
-			if atLeast(Volatility(v[0]), at) {
-				b[i].WriteString(name)
-				b[i].WriteByte('\n')
+	m := builtins()
+	lists := map[Volatility]*strings.Builder{Immutable: {}, Stable: {}, Volatile: {}}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		for at, b := range lists {
+			if atLeast(m[name], at) {
+				b.WriteString(name)
+				b.WriteByte('\n')
 			}
 		}
 	}
-	return map[Volatility]string{Immutable: b[0].String(), Stable: b[1].String(), Volatile: b[2].String()}
+	out := make(map[Volatility]string, len(lists))
+	for at, b := range lists {
+		out[at] = b.String()
+	}
+	return out
 })
 
 // atLeast reports whether v is at least as volatile as than (i < s < v). A letter
